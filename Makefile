@@ -1,0 +1,29 @@
+# One entry point for humans and CI.
+#   make run TASK="What is (45 + 12) / 3?"   set up, then run a task on the embedded model
+#   make test                                 set up, then lint, type-check and run every test
+TASK ?= What is (45 + 12) / 3?
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup run test lint typecheck pytest bench
+
+setup:
+	@bash scripts/setup.sh
+
+run: setup
+	@$(BIN)/bigloop run "$(TASK)"
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: setup
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+bench: setup
+	$(BIN)/python bench/overhead.py

@@ -1,0 +1,64 @@
+"""Errors, in three families.
+
+```
+BigloopError
+├── ModelRetry           the model can fix it: fed back to the model as an observation
+│   ├── UnknownTool
+│   ├── InvalidArguments
+│   └── MalformedCall
+├── UserError            the developer using bigloop can fix it: fails fast, the fix in the message
+│   └── WeightsError
+└── RunFailure           the run cannot go on
+    ├── BudgetExceeded
+    ├── ModelUnavailable
+    └── ToolFailure      a tool raised or timed out (observed by the model, raised only if asked)
+```
+
+Exceptions never log or print; callers decide what to show.
+"""
+
+from __future__ import annotations
+
+
+class BigloopError(Exception):
+    """Base class of every error bigloop raises."""
+
+
+class ModelRetry(BigloopError):
+    """A mistake the model can correct; its message is shown to the model verbatim."""
+
+
+class UnknownTool(ModelRetry):
+    """The model named a tool that was not offered."""
+
+
+class InvalidArguments(ModelRetry):
+    """The arguments did not validate against the tool's schema."""
+
+
+class MalformedCall(ModelRetry):
+    """The model's output could not be read as a tool call or an answer."""
+
+
+class UserError(BigloopError):
+    """A mistake in how bigloop is used; the message says how to fix it."""
+
+
+class WeightsError(UserError):
+    """The embedded model's weights are missing or do not match their pinned hash."""
+
+
+class RunFailure(BigloopError):
+    """The run stopped before an answer."""
+
+
+class BudgetExceeded(RunFailure):
+    """A step, token or time budget ran out."""
+
+
+class ModelUnavailable(RunFailure):
+    """The model could not be loaded or reached."""
+
+
+class ToolFailure(RunFailure):
+    """A tool raised or timed out."""

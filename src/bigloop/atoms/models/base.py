@@ -1,0 +1,103 @@
+"""The one chat-model interface every model atom implements, and its records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from bigloop.atoms.card import AtomCard
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(kw_only=True)
+class ToolSpec:
+    """What a model is told about a tool: its name, description and argument schema."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(kw_only=True)
+class ToolCall:
+    """A call the model asked for. `arguments` is whatever the model wrote (validated later)."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+@dataclass(kw_only=True)
+class Message:
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(kw_only=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.seconds += other.seconds
+
+
+@dataclass(kw_only=True)
+class ModelResponse:
+    """One model turn: tool calls, or text (a final answer).
+
+    `error` is set when the output could not be read as either; the loop shows it to the
+    model so it can correct itself. `raw` is the text the model produced.
+    """
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    raw: str = ""
+    error: str | None = None
+
+
+@dataclass(kw_only=True)
+class ModelSettings:
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = 0
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model with tool calling and usage accounting."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def card(self) -> AtomCard: ...
+
+    async def chat(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse: ...

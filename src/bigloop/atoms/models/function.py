@@ -1,0 +1,73 @@
+"""Models driven by code, for running whole loops offline.
+
+`FunctionModel` asks a Python function for each turn; `ScriptedModel` replays a list of
+replies. A reply given as text goes through the same lenient parser as a real model's
+output, so malformed calls exercise the real repair path. They test plumbing only.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from bigloop._errors import ModelUnavailable
+from bigloop.atoms.card import AtomCard
+from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolSpec, Usage
+from bigloop.atoms.models.parse import to_response
+
+Reply = str | ModelResponse
+ReplyFn = Callable[[list[Message], list[ToolSpec]], Reply | Awaitable[Reply]]
+
+
+class FunctionModel:
+    """A chat model whose every turn is computed by `fn(messages, tools)`."""
+
+    def __init__(self, fn: ReplyFn, *, name: str = "function") -> None:
+        self._fn = fn
+        self._name = name
+        self._ids = itertools.count(1)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def card(self) -> AtomCard:
+        return AtomCard(name=self._name, kind="model", description="scripted model (tests)")
+
+    async def chat(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        start = time.perf_counter()
+        reply = self._fn(messages, tools)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        if isinstance(reply, ModelResponse):
+            return reply
+        response = to_response(reply, self._ids)
+        response.usage = Usage(
+            prompt_tokens=sum(len(m.content.split()) for m in messages),
+            completion_tokens=len(reply.split()),
+            seconds=time.perf_counter() - start,
+        )
+        return response
+
+
+class ScriptedModel(FunctionModel):
+    """Replays `replies` in order, one per turn; running out is a `ModelUnavailable`."""
+
+    def __init__(self, replies: Sequence[Reply], *, name: str = "scripted") -> None:
+        script = iter(list(replies))
+
+        def next_reply(messages: list[Message], tools: list[ToolSpec]) -> Reply:
+            try:
+                return next(script)
+            except StopIteration:
+                raise ModelUnavailable(f"{name}: the script has no more replies.") from None
+
+        super().__init__(next_reply, name=name)

@@ -1,0 +1,211 @@
+"""The embedded local model: llama-cpp-python, with calls constrained by a JSON grammar.
+
+The offered tools become a JSON schema (`{"tool_calls": [one of the tools' call shapes]}`
+or `{"answer": "..."}`) and then a llama.cpp grammar, so every reply parses: a tool name
+that was offered, arguments shaped like its schema, or a final answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bigloop._errors import ModelUnavailable, UserError
+from bigloop.atoms.card import AtomCard
+from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolSpec, Usage
+from bigloop.atoms.models.parse import to_response
+from bigloop.atoms.models.prompts import to_plain_chat
+
+_LOADED: dict[tuple[str, int, int], Any] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def call_schema(tools: list[ToolSpec]) -> dict[str, Any]:
+    """The JSON schema every reply must satisfy when `tools` are offered."""
+    answer = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+    if not tools:
+        return answer
+    shapes = [
+        {
+            "type": "object",
+            "properties": {"name": {"const": t.name}, "arguments": _grammar_safe(t.parameters)},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in tools
+    ]
+    calls = {
+        "type": "object",
+        "properties": {
+            "tool_calls": {
+                "type": "array",
+                "items": shapes[0] if len(shapes) == 1 else {"anyOf": shapes},
+                "minItems": 1,
+            }
+        },
+        "required": ["tool_calls"],
+        "additionalProperties": False,
+    }
+    return {"anyOf": [calls, answer]}
+
+
+class LocalModel:
+    """A GGUF model run in-process by llama-cpp-python, loaded once per process.
+
+    Args:
+        path: a GGUF file; None means the embedded default (Qwen2.5-Coder-0.5B-Instruct).
+        n_ctx: context window in tokens.
+        n_threads: CPU threads; defaults to the number of cores.
+        grammar: constrain replies to the call/answer schema (recommended).
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        grammar: bool = True,
+    ) -> None:
+        if path is not None and not Path(path).is_file():
+            raise UserError(f"Model file {path} does not exist. Pass the path of a .gguf file.")
+        self._path = Path(path) if path is not None else None
+        self._n_ctx = n_ctx
+        self._n_threads = n_threads or os.cpu_count() or 2
+        self._grammar = grammar
+        self._grammars: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+
+    @property
+    def name(self) -> str:
+        return self._path.name if self._path else "qwen2.5-coder-0.5b-instruct (embedded)"
+
+    @property
+    def card(self) -> AtomCard:
+        return AtomCard(
+            name=self.name,
+            kind="model",
+            description="local GGUF model run by llama.cpp",
+            privacy="local",
+            cost=0.0,
+        )
+
+    def llama(self) -> Any:
+        """The loaded `llama_cpp.Llama`, loading it on first use (once per process)."""
+        from bigloop.atoms.models.weights import default_model_path
+
+        path = str(self._path or default_model_path())
+        key = (path, self._n_ctx, self._n_threads)
+        with _LOAD_LOCK:
+            if key not in _LOADED:
+                try:
+                    import llama_cpp
+                except ImportError:
+                    raise UserError(
+                        "llama-cpp-python is not installed; install `bigloop[local]` "
+                        "(or run `make setup`) to use the embedded model."
+                    ) from None
+                try:
+                    _LOADED[key] = llama_cpp.Llama(
+                        model_path=path,
+                        n_ctx=self._n_ctx,
+                        n_threads=self._n_threads,
+                        verbose=False,
+                    )
+                except ValueError as e:
+                    raise ModelUnavailable(f"Could not load {path}: {e}") from None
+            return _LOADED[key]
+
+    def grammar_for(self, tools: list[ToolSpec]) -> Any:
+        import llama_cpp
+
+        schema = call_schema(tools)
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            # Not sorted: the grammar keeps property order, and "name" must come first.
+            self._grammars[key] = llama_cpp.LlamaGrammar.from_json_schema(
+                json.dumps(schema), verbose=False
+            )
+        return self._grammars[key]
+
+    def complete_chat(
+        self,
+        chat: list[dict[str, str]],
+        *,
+        settings: ModelSettings,
+        grammar: Any = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> tuple[str, Usage]:
+        """One blocking chat completion; the raw text and its usage."""
+        llama = self.llama()
+        start = time.perf_counter()
+        try:
+            out = llama.create_chat_completion(
+                messages=chat,
+                tools=tools,
+                grammar=grammar,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                seed=settings.seed,
+            )
+        except ValueError as e:  # llama.cpp reports a prompt longer than n_ctx this way
+            raise ModelUnavailable(f"{self.name}: {e}") from None
+        usage = out.get("usage") or {}
+        text = out["choices"][0]["message"].get("content") or ""
+        return text, Usage(
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            seconds=time.perf_counter() - start,
+        )
+
+    async def chat(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        settings = settings or ModelSettings()
+        chat = to_plain_chat(messages, tools)
+        async with self._lock:
+            grammar = await asyncio.to_thread(self.grammar_for, tools) if self._grammar else None
+            raw, usage = await asyncio.to_thread(
+                self.complete_chat, chat, settings=settings, grammar=grammar
+            )
+        response = to_response(raw, self._ids)
+        response.usage = usage
+        return response
+
+
+def _grammar_safe(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an argument schema without annotations the grammar does not need."""
+    drop = {"format", "description", "title", "examples", "default"}
+
+    def clean(node: Any, names: bool = False) -> Any:
+        if isinstance(node, list):
+            return [clean(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        if names:  # keys are property names, not keywords
+            return {k: clean(v) for k, v in node.items()}
+        return {
+            k: clean(v, names=k in ("properties", "$defs", "definitions"))
+            for k, v in node.items()
+            if k not in drop
+        }
+
+    cleaned: dict[str, Any] = clean(schema)
+    if cleaned.get("type") == "object":
+        cleaned.setdefault("properties", {})
+    return cleaned

@@ -1,0 +1,255 @@
+"""The `bigloop` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from bigloop.atoms.models.base import ChatModel
+    from bigloop.atoms.tool import Tool
+    from bigloop.loop import Loop
+    from bigloop.trace.records import RunResult, Step
+    from bigloop.trace.store import TraceStore
+
+app = typer.Typer(
+    help="Build, run, trace and evaluate Big Loop systems of tools, models and agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+trace_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
+app.add_typer(trace_app, name="trace")
+
+ModelOpt = Annotated[
+    str,
+    typer.Option("--model", "-m", help="'embedded' (default), a .gguf path, or a server's "
+                 "model name together with --base-url."),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+TraceDbOpt = Annotated[
+    Path | None,
+    typer.Option("--trace-db", help="Trace file (default: traces.db in the user data folder, "
+                 "or $BIGLOOP_HOME)."),
+]
+
+
+def main() -> None:
+    from bigloop._errors import UserError
+
+    try:
+        app()
+    except UserError as e:
+        _console(stderr=True).print(f"[bold red]error:[/] {e}")
+        sys.exit(2)
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(help="What to do, in plain words.")],
+    model: ModelOpt = "embedded",
+    base_url: BaseUrlOpt = None,
+    tools: Annotated[
+        str | None,
+        typer.Option("--tools", help="Comma-separated built-in tools (default: calculator, "
+                     "dates, units). Names: " + "calculator, days_between, add_days, weekday, "
+                     "today, convert_units."),
+    ] = None,
+    files: Annotated[
+        Path | None, typer.Option("--files", help="Let the loop read files under this folder.")
+    ] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Let the loop query this SQLite file (read-only).")
+    ] = None,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Model turns allowed.")] = 8,
+    json_out: JsonOpt = False,
+    trace_db: TraceDbOpt = None,
+) -> None:
+    """Run TASK: the model calls tools until it can answer. Shows each step live."""
+    config = {
+        "model": model, "base_url": base_url, "tool_names": tools,
+        "files": str(files) if files else None, "db": str(db) if db else None,
+        "max_steps": max_steps,
+    }
+    store = _store(trace_db)
+    loop = _build_loop(config, store)
+    result = _execute(loop, json_out, lambda on_step: loop.run(task, on_step=on_step))
+    _report(result, json_out)
+
+
+@app.command()
+def resume(
+    run_id: Annotated[str, typer.Argument(help="The run to continue (a unique prefix works).")],
+    json_out: JsonOpt = False,
+    trace_db: TraceDbOpt = None,
+) -> None:
+    """Continue an interrupted run from its last completed step."""
+    store = _store(trace_db)
+    summary = store.run(run_id)
+    loop = _build_loop(summary.config, store)
+    result = _execute(loop, json_out, lambda on_step: loop.resume(summary.run_id, on_step=on_step))
+    _report(result, json_out)
+
+
+@trace_app.command("list")
+def trace_list(
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs.")] = 20,
+    json_out: JsonOpt = False,
+    trace_db: TraceDbOpt = None,
+) -> None:
+    """The most recent runs."""
+    runs = _store(trace_db).runs(limit)
+    if json_out:
+        print(json.dumps([asdict(r) for r in runs], indent=2))
+        return
+    from rich.table import Table
+
+    table = Table("run id", "status", "steps", "tools", "tokens", "seconds", "task")
+    for r in runs:
+        seconds = f"{r.ended_at - r.started_at:.1f}" if r.ended_at else "-"
+        table.add_row(r.run_id, r.status, str(r.steps), str(r.tool_calls),
+                      str(r.prompt_tokens + r.completion_tokens), seconds, r.task[:60])
+    _console().print(table)
+
+
+@trace_app.command("show")
+def trace_show(
+    run_id: Annotated[str, typer.Argument(help="The run (a unique prefix works).")],
+    json_out: JsonOpt = False,
+    trace_db: TraceDbOpt = None,
+) -> None:
+    """Every step of one run: model turns and tool calls, with tokens and seconds."""
+    result = _store(trace_db).result(run_id)
+    if json_out:
+        print(json.dumps(_result_json(result), indent=2, default=str))
+        return
+    console = _console()
+    console.print(f"[bold]run {result.run_id}[/] · {result.status} · {result.task}")
+    for step in result.steps:
+        console.print(_step_line(step))
+    _print_summary(console, result)
+
+
+def _store(path: Path | None) -> TraceStore:
+    from bigloop.trace.store import TraceStore
+
+    return TraceStore(path)
+
+
+def _model(config: dict[str, Any]) -> ChatModel:
+    from bigloop.atoms.models.local import LocalModel
+    from bigloop.atoms.models.openai_compat import OpenAIModel
+
+    name = config.get("model") or "embedded"
+    if config.get("base_url"):
+        return OpenAIModel(name, base_url=config["base_url"])
+    if name == "embedded":
+        return LocalModel()
+    if name.endswith(".gguf"):
+        return LocalModel(name)
+    from bigloop._errors import UserError
+
+    raise UserError(f"--model {name!r}: use 'embedded', a .gguf file, or a model name "
+                    "with --base-url URL for an OpenAI-compatible server.")
+
+
+def _tools(config: dict[str, Any]) -> list[Tool]:
+    from bigloop._errors import UserError
+    from bigloop.atoms import builtin
+
+    chosen = builtin.default_tools()
+    if names := config.get("tool_names"):
+        by_name = {t.name: t for t in chosen}
+        unknown = [n for n in names.split(",") if n.strip() not in by_name]
+        if unknown:
+            raise UserError(f"Unknown tool(s) {unknown}; choose from {sorted(by_name)}.")
+        chosen = [by_name[n.strip()] for n in names.split(",")]
+    if config.get("files"):
+        chosen += builtin.file_tools(config["files"])
+    if config.get("db"):
+        chosen += builtin.sqlite_tools(config["db"])
+    return chosen
+
+
+def _build_loop(config: dict[str, Any], store: TraceStore) -> Loop:
+    from bigloop.loop import Budget, Loop
+
+    return Loop(_model(config), _tools(config), budget=Budget(max_steps=config["max_steps"]),
+                store=store, config=config)
+
+
+def _execute(loop: Loop, quiet: bool, start: Any) -> RunResult:
+    import asyncio
+
+    console = _console(stderr=True)
+
+    def on_step(step: Step) -> None:
+        if not quiet:
+            console.print(_step_line(step))
+
+    if quiet:
+        return asyncio.run(start(on_step))  # type: ignore[no-any-return]
+    with console.status(f"[dim]{loop.model.name} is thinking…", spinner="dots"):
+        return asyncio.run(start(on_step))  # type: ignore[no-any-return]
+
+
+def _report(result: RunResult, json_out: bool) -> None:
+    if json_out:
+        print(json.dumps(_result_json(result), indent=2, default=str))
+    else:
+        console = _console()
+        if result.answer is not None:
+            console.print(f"\n[bold green]Answer:[/] {result.answer}")
+        else:
+            console.print(f"\n[bold red]No answer[/] ({result.status}): {result.error}")
+        _print_summary(console, result)
+    if result.status != "ok":
+        raise typer.Exit(1)
+
+
+def _print_summary(console: Console, result: RunResult) -> None:
+    u = result.usage
+    console.print(
+        f"[dim]run {result.run_id} · {len(result.steps)} steps · "
+        f"{u.prompt_tokens}+{u.completion_tokens} tokens · {u.seconds:.1f} s in the model · "
+        f"`bigloop trace show {result.run_id}`[/]"
+    )
+
+
+def _step_line(step: Step) -> str:
+    from rich.markup import escape
+
+    if step.kind == "model":
+        calls = step.message.tool_calls if step.message else []
+        what = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls) or (
+            "answer" if step.error is None else f"[red]{step.error}[/]: {step.output}")
+        return (f"[cyan]{step.index:>3} model[/] {escape(what)} "
+                f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]")
+    mark = "[green]→[/]" if step.error is None else f"[red]✗ {step.error}[/]"
+    output = escape(str(step.output)[:200])
+    return f"[magenta]{step.index:>3} tool[/]  {step.name} {mark} {output} [dim]{step.seconds * 1000:.1f} ms[/]"
+
+
+def _result_json(result: RunResult) -> dict[str, Any]:
+    data = asdict(result)
+    data["usage"]["total_tokens"] = result.usage.total_tokens
+    for step in data["steps"]:
+        step.pop("message", None)
+    return data
+
+
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)

@@ -1,0 +1,71 @@
+"""Calling atoms: validate each requested call, run independent calls concurrently, and
+turn every failure into an observation the model can act on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from bigloop._errors import ModelRetry, ToolFailure, UnknownTool
+from bigloop.atoms.models.base import ToolCall
+from bigloop.atoms.tool import Tool
+
+Outcome = Literal["ok", "unknown_tool", "invalid_arguments", "tool_error", "repeated"]
+
+
+@dataclass(kw_only=True)
+class CallResult:
+    call: ToolCall
+    outcome: Outcome
+    output: str
+    seconds: float
+    started_at: float
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+    @property
+    def model_mistake(self) -> bool:
+        """The call was the model's error (repairable), not the tool's."""
+        return self.outcome in ("unknown_tool", "invalid_arguments")
+
+
+def call_key(call: ToolCall) -> str:
+    return f"{call.name}:{json.dumps(call.arguments, sort_keys=True, default=str)}"
+
+
+async def call_tool(call: ToolCall, tools: Mapping[str, Tool]) -> CallResult:
+    """Run one call; never raises for a model or tool error."""
+    started_at = time.time()
+    start = time.perf_counter()
+    outcome: Outcome = "ok"
+    try:
+        if call.name not in tools:
+            names = ", ".join(tools) or "none"
+            raise UnknownTool(f"There is no tool named {call.name!r}. Available tools: {names}.")
+        output = await tools[call.name].call(call.arguments)
+    except UnknownTool as e:
+        outcome, output = "unknown_tool", f"Error: {e}"
+    except ModelRetry as e:
+        outcome, output = "invalid_arguments", f"Error: {e}"
+    except ToolFailure as e:
+        outcome, output = "tool_error", f"Error: {e}"
+    return CallResult(
+        call=call,
+        outcome=outcome,
+        output=output,
+        seconds=time.perf_counter() - start,
+        started_at=started_at,
+    )
+
+
+async def call_tools(calls: list[ToolCall], tools: Mapping[str, Tool]) -> list[CallResult]:
+    """Run independent calls concurrently; results keep the calls' order."""
+    if len(calls) == 1:
+        return [await call_tool(calls[0], tools)]
+    return list(await asyncio.gather(*(call_tool(c, tools) for c in calls)))

@@ -1,0 +1,57 @@
+"""Typed records of a run: its steps and its result."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from bigloop.atoms.models.base import Message, ToolCall, Usage
+
+StepKind = Literal["model", "tool"]
+RunStatus = Literal["running", "ok", "budget_exceeded", "failed", "interrupted"]
+
+
+@dataclass(kw_only=True)
+class Step:
+    """One completed step: a model turn or a tool call.
+
+    `message` is what the step added to the conversation; replaying the messages of a
+    run's steps rebuilds its state, which is how an interrupted run resumes.
+    """
+
+    run_id: str
+    index: int
+    kind: StepKind
+    name: str
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    message: Message | None = None
+    started_at: float = 0.0
+
+
+@dataclass(kw_only=True)
+class RunResult:
+    run_id: str
+    task: str
+    status: RunStatus
+    answer: str | None = None
+    error: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def tool_steps(self) -> list[Step]:
+        return [s for s in self.steps if s.kind == "tool"]
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    return asdict(message)
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    calls = [ToolCall(**c) for c in data.get("tool_calls", [])]
+    return Message(**{**data, "tool_calls": calls})
