@@ -30,8 +30,12 @@ app.add_typer(trace_app, name="trace")
 
 ModelOpt = Annotated[
     str,
-    typer.Option("--model", "-m", help="'embedded' (default), a .gguf path, or a server's "
-                 "model name together with --base-url."),
+    typer.Option(
+        "--model",
+        "-m",
+        help="'embedded' (default), a .gguf path, or a server's "
+        "model name together with --base-url.",
+    ),
 ]
 BaseUrlOpt = Annotated[
     str | None,
@@ -40,8 +44,10 @@ BaseUrlOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TraceDbOpt = Annotated[
     Path | None,
-    typer.Option("--trace-db", help="Trace file (default: traces.db in the user data folder, "
-                 "or $BIGLOOP_HOME)."),
+    typer.Option(
+        "--trace-db",
+        help="Trace file (default: traces.db in the user data folder, or $BIGLOOP_HOME).",
+    ),
 ]
 
 
@@ -62,9 +68,12 @@ def run(
     base_url: BaseUrlOpt = None,
     tools: Annotated[
         str | None,
-        typer.Option("--tools", help="Comma-separated built-in tools (default: calculator, "
-                     "dates, units). Names: " + "calculator, days_between, add_days, weekday, "
-                     "today, convert_units."),
+        typer.Option(
+            "--tools",
+            help="Comma-separated built-in tools (default: calculator, "
+            "dates, units). Names: " + "calculator, days_between, add_days, weekday, "
+            "today, convert_units.",
+        ),
     ] = None,
     files: Annotated[
         Path | None, typer.Option("--files", help="Let the loop read files under this folder.")
@@ -78,8 +87,11 @@ def run(
 ) -> None:
     """Run TASK: the model calls tools until it can answer. Shows each step live."""
     config = {
-        "model": model, "base_url": base_url, "tool_names": tools,
-        "files": str(files) if files else None, "db": str(db) if db else None,
+        "model": model,
+        "base_url": base_url,
+        "tool_names": tools,
+        "files": str(files) if files else None,
+        "db": str(db) if db else None,
         "max_steps": max_steps,
     }
     store = _store(trace_db)
@@ -118,8 +130,15 @@ def trace_list(
     table = Table("run id", "status", "steps", "tools", "tokens", "seconds", "task")
     for r in runs:
         seconds = f"{r.ended_at - r.started_at:.1f}" if r.ended_at else "-"
-        table.add_row(r.run_id, r.status, str(r.steps), str(r.tool_calls),
-                      str(r.prompt_tokens + r.completion_tokens), seconds, r.task[:60])
+        table.add_row(
+            r.run_id,
+            r.status,
+            str(r.steps),
+            str(r.tool_calls),
+            str(r.prompt_tokens + r.completion_tokens),
+            seconds,
+            r.task[:60],
+        )
     _console().print(table)
 
 
@@ -160,8 +179,10 @@ def _model(config: dict[str, Any]) -> ChatModel:
         return LocalModel(name)
     from bigloop._errors import UserError
 
-    raise UserError(f"--model {name!r}: use 'embedded', a .gguf file, or a model name "
-                    "with --base-url URL for an OpenAI-compatible server.")
+    raise UserError(
+        f"--model {name!r}: use 'embedded', a .gguf file, or a model name "
+        "with --base-url URL for an OpenAI-compatible server."
+    )
 
 
 def _tools(config: dict[str, Any]) -> list[Tool]:
@@ -185,8 +206,13 @@ def _tools(config: dict[str, Any]) -> list[Tool]:
 def _build_loop(config: dict[str, Any], store: TraceStore) -> Loop:
     from bigloop.loop import Budget, Loop
 
-    return Loop(_model(config), _tools(config), budget=Budget(max_steps=config["max_steps"]),
-                store=store, config=config)
+    return Loop(
+        _model(config),
+        _tools(config),
+        budget=Budget(max_steps=config["max_steps"]),
+        store=store,
+        config=config,
+    )
 
 
 def _execute(loop: Loop, quiet: bool, start: Any) -> RunResult:
@@ -233,12 +259,16 @@ def _step_line(step: Step) -> str:
     if step.kind == "model":
         calls = step.message.tool_calls if step.message else []
         what = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls) or (
-            "answer" if step.error is None else f"[red]{step.error}[/]: {step.output}")
-        return (f"[cyan]{step.index:>3} model[/] {escape(what)} "
-                f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]")
+            "answer" if step.error is None else f"[red]{step.error}[/]: {step.output}"
+        )
+        return (
+            f"[cyan]{step.index:>3} model[/] {escape(what)} "
+            f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
+        )
     mark = "[green]→[/]" if step.error is None else f"[red]✗ {step.error}[/]"
     output = escape(str(step.output)[:200])
-    return f"[magenta]{step.index:>3} tool[/]  {step.name} {mark} {output} [dim]{step.seconds * 1000:.1f} ms[/]"
+    ms = step.seconds * 1000
+    return f"[magenta]{step.index:>3} tool[/]  {step.name} {mark} {output} [dim]{ms:.1f} ms[/]"
 
 
 def _result_json(result: RunResult) -> dict[str, Any]:

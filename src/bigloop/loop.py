@@ -24,8 +24,10 @@ from bigloop.atoms.models.base import (
     ToolSpec,
     Usage,
 )
+from bigloop.atoms.models.prompts import ANSWER_NOW
 from bigloop.atoms.tool import Tool
 from bigloop.schedule.call import CallResult, call_key, call_tools
+from bigloop.schedule.select import rank_tools
 from bigloop.trace.records import RunResult, RunStatus, Step
 from bigloop.trace.store import TraceStore
 
@@ -53,8 +55,11 @@ class _State:
     started: float = field(default_factory=time.perf_counter)
     repairs: int = 0
     model_turns: int = 0
+    specs: list[ToolSpec] = field(default_factory=list)
     answer: str | None = None
     done_calls: dict[str, str] = field(default_factory=dict)
+    failed_calls: dict[str, str] = field(default_factory=dict)
+    answer_only: bool = False
 
 
 class Loop:
@@ -84,8 +89,9 @@ class Loop:
             raise UserError(f"Two tools share the name(s) {sorted(duplicates)}; rename one.")
         self.model = model
         self.tools = {t.name: t for t in tools}
-        self.specs = [ToolSpec(name=t.name, description=t.description, parameters=t.schema)
-                      for t in tools]
+        self.specs = [
+            ToolSpec(name=t.name, description=t.description, parameters=t.schema) for t in tools
+        ]
         self.system = system
         self.budget = budget or Budget()
         self.settings = settings or ModelSettings()
@@ -96,7 +102,12 @@ class Loop:
         """Run `task` to an answer or until the budget runs out."""
         messages = [Message(role="system", content=self.system)] if self.system else []
         messages.append(Message(role="user", content=task))
-        state = _State(run_id=uuid.uuid4().hex[:12], task=task, messages=messages)
+        state = _State(
+            run_id=uuid.uuid4().hex[:12],
+            task=task,
+            messages=messages,
+            specs=rank_tools(task, self.specs),
+        )
         if self.store:
             self.store.start_run(state.run_id, task, self.model.name, self._config())
         return await self._drive(state, [], on_step)
@@ -122,10 +133,17 @@ class Loop:
         messages = [Message(role="system", content=self.system)] if self.system else []
         messages.append(Message(role="user", content=summary.task))
         messages += [s.message for s in steps if s.message is not None]
-        state = _State(run_id=summary.run_id, task=summary.task, messages=messages, steps=steps)
+        state = _State(
+            run_id=summary.run_id,
+            task=summary.task,
+            messages=messages,
+            steps=steps,
+            specs=rank_tools(summary.task, self.specs),
+        )
         for s in steps:
-            state.usage.add(Usage(prompt_tokens=s.prompt_tokens,
-                                  completion_tokens=s.completion_tokens))
+            state.usage.add(
+                Usage(prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens)
+            )
             if s.kind == "model":
                 state.model_turns += 1
             elif s.error is None and s.message is not None:
@@ -166,7 +184,14 @@ class Loop:
                 yield step
         while True:
             self._check_budget(state)
-            response = await self.model.chat(state.messages, self.specs, self.settings)
+            # A model that repeats a call already has its result: ask for the answer.
+            specs = [] if state.answer_only else state.specs
+            if state.answer_only:
+                state.messages.append(
+                    Message(role="user", content=ANSWER_NOW.format(task=state.task))
+                )
+                state.answer_only = False
+            response = await self.model.chat(state.messages, specs, self.settings)
             state.model_turns += 1
             state.usage.add(response.usage)
             reply = _reply_message(response)
@@ -185,50 +210,65 @@ class Loop:
                 yield step
 
     async def _call(self, state: _State, calls: list[ToolCall]) -> AsyncIterator[Step]:
-        fresh = [c for c in calls if call_key(c) not in state.done_calls]
+        state.answer_only = all(call_key(c) in state.done_calls for c in calls)
+        seen = state.done_calls | state.failed_calls
+        fresh = [c for c in calls if call_key(c) not in seen]
         results = {id(r.call): r for r in await call_tools(fresh, self.tools)}
         for call in calls:
-            result = results.get(id(call)) or CallResult(
-                call=call,
-                outcome="repeated",
-                output=f"(already called with these arguments) {state.done_calls[call_key(call)]}",
-                seconds=0.0,
-                started_at=time.time(),
-            )
+            result = results.get(id(call)) or _repeated(call, state)
             if result.ok:
                 state.done_calls[call_key(call)] = result.output
-            message = Message(role="tool", content=result.output, tool_call_id=call.id,
-                              name=call.name)
+            elif result.outcome != "repeated":
+                state.failed_calls[call_key(call)] = result.output
+            message = Message(
+                role="tool", content=result.output, tool_call_id=call.id, name=call.name
+            )
             state.messages.append(message)
             yield Step(
-                run_id=state.run_id, index=len(state.steps), kind="tool", name=call.name,
-                input=call.arguments, output=result.output,
-                error=None if result.ok else result.outcome, seconds=result.seconds,
-                message=message, started_at=result.started_at,
+                run_id=state.run_id,
+                index=len(state.steps),
+                kind="tool",
+                name=call.name,
+                input=call.arguments,
+                output=result.output,
+                error=None if result.ok else result.outcome,
+                seconds=result.seconds,
+                message=message,
+                started_at=result.started_at,
             )
             if result.model_mistake or result.outcome == "repeated":
                 state.repairs += 1
         if state.repairs > self.budget.max_repairs:
-            raise BudgetExceeded(f"The model made {state.repairs} invalid calls or replies "
-                                 f"(limit {self.budget.max_repairs}).")
+            raise BudgetExceeded(
+                f"The model made {state.repairs} invalid calls or replies "
+                f"(limit {self.budget.max_repairs})."
+            )
 
     def _model_step(self, state: _State, response: ModelResponse, reply: Message) -> Step:
         return Step(
-            run_id=state.run_id, index=len(state.steps), kind="model", name=self.model.name,
+            run_id=state.run_id,
+            index=len(state.steps),
+            kind="model",
+            name=self.model.name,
             input={"messages": len(state.messages) - 1, "tools": len(self.specs)},
-            output=response.raw or reply.content
+            output=response.raw
+            or reply.content
             or [{"name": c.name, "arguments": c.arguments} for c in response.tool_calls],
             error="malformed_reply" if response.error else None,
-            seconds=response.usage.seconds, prompt_tokens=response.usage.prompt_tokens,
-            completion_tokens=response.usage.completion_tokens, message=reply,
+            seconds=response.usage.seconds,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            message=reply,
             started_at=time.time() - response.usage.seconds,
         )
 
     def _repair(self, state: _State, problem: str) -> None:
         state.repairs += 1
         if state.repairs > self.budget.max_repairs:
-            raise BudgetExceeded(f"The model's replies stayed invalid after "
-                                 f"{self.budget.max_repairs} corrections; last: {problem}")
+            raise BudgetExceeded(
+                f"The model's replies stayed invalid after "
+                f"{self.budget.max_repairs} corrections; last: {problem}"
+            )
         state.messages.append(Message(role="user", content=problem))
 
     def _check_budget(self, state: _State) -> None:
@@ -244,8 +284,15 @@ class Loop:
         if self.store:
             self.store.finish_run(state.run_id, status, state.answer, error)
         state.usage.seconds = sum(s.seconds for s in state.steps if s.kind == "model")
-        return RunResult(run_id=state.run_id, task=state.task, status=status,
-                         answer=state.answer, error=error, steps=state.steps, usage=state.usage)
+        return RunResult(
+            run_id=state.run_id,
+            task=state.task,
+            status=status,
+            answer=state.answer,
+            error=error,
+            steps=state.steps,
+            usage=state.usage,
+        )
 
     def _config(self) -> dict[str, Any]:
         return {"tools": list(self.tools), "max_steps": self.budget.max_steps, **self.config}
@@ -257,6 +304,20 @@ def _reply_message(response: ModelResponse) -> Message:
     return Message(role="assistant", content=response.text, tool_calls=response.tool_calls)
 
 
+def _repeated(call: ToolCall, state: _State) -> CallResult:
+    key = call_key(call)
+    if key in state.done_calls:
+        output = state.done_calls[key]
+    else:
+        output = (
+            f"You already made this exact call and it failed ({state.failed_calls[key]}). "
+            "Use another tool or other arguments."
+        )
+    return CallResult(
+        call=call, outcome="repeated", output=output, seconds=0.0, started_at=time.time()
+    )
+
+
 def _call_of(step: Step) -> ToolCall:
     return ToolCall(id="", name=step.name, arguments=step.input)
 
@@ -266,5 +327,5 @@ def _pending_calls(steps: list[Step]) -> list[ToolCall]:
     last = next((s for s in reversed(steps) if s.kind == "model"), None)
     if last is None or last.message is None:
         return []
-    done = {s.message.tool_call_id for s in steps[last.index + 1:] if s.message}
+    done = {s.message.tool_call_id for s in steps[last.index + 1 :] if s.message}
     return [c for c in last.message.tool_calls if c.id not in done]

@@ -41,7 +41,8 @@ class Tool:
     @property
     def schema(self) -> dict[str, Any]:
         """JSON schema of the arguments, without pydantic's titles."""
-        return _strip_titles(self.args_model.model_json_schema())
+        schema: dict[str, Any] = _strip_titles(self.args_model.model_json_schema())
+        return schema
 
     @property
     def card(self) -> AtomCard:
@@ -57,7 +58,8 @@ class Tool:
         """Validate raw arguments; raise `InvalidArguments` with a message for the model."""
         if not isinstance(arguments, dict):
             raise InvalidArguments(
-                f"Arguments for {self.name!r} must be a JSON object, got {type(arguments).__name__}."
+                f"Arguments for {self.name!r} must be a JSON object, "
+                f"got {type(arguments).__name__}."
             )
         try:
             model = self.args_model.model_validate(arguments)
@@ -82,7 +84,7 @@ class Tool:
                 )
         except TimeoutError:
             raise ToolFailure(f"Tool {self.name!r} timed out after {self.timeout_s:g} s.") from None
-        except Exception as e:  # noqa: BLE001 - any tool error becomes an observation
+        except Exception as e:
             raise ToolFailure(f"Tool {self.name!r} failed: {type(e).__name__}: {e}") from e
         return render_result(result, self.max_result_chars)
 
@@ -221,7 +223,8 @@ def _describe(name: str, error: pydantic.ValidationError, schema: dict[str, Any]
     params = ", ".join(schema.get("properties", {})) or "none"
     required = ", ".join(schema.get("required", [])) or "none"
     return (
-        f"Invalid arguments for {name!r}: " + "; ".join(problems)
+        f"Invalid arguments for {name!r}: "
+        + "; ".join(problems)
         + f". Parameters: {params} (required: {required})."
     )
 
@@ -236,4 +239,3 @@ def _strip_titles(schema: Any) -> Any:
     if isinstance(schema, list):
         return [_strip_titles(v) for v in schema]
     return schema
-

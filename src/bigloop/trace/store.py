@@ -119,9 +119,16 @@ class TraceStore:
             db.execute(
                 "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    step.run_id, step.index, step.kind, step.name,
-                    _dump(step.input), _dump(step.output), step.error, step.seconds,
-                    step.prompt_tokens, step.completion_tokens,
+                    step.run_id,
+                    step.index,
+                    step.kind,
+                    step.name,
+                    _dump(step.input),
+                    _dump(step.output),
+                    step.error,
+                    step.seconds,
+                    step.prompt_tokens,
+                    step.completion_tokens,
                     _dump(message_to_dict(step.message)) if step.message else None,
                     step.started_at,
                 ),
@@ -138,8 +145,9 @@ class TraceStore:
 
     def mark_running(self, run_id: str) -> None:
         with self._tx() as db:
-            db.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE run_id = ?",
-                       (run_id,))
+            db.execute(
+                "UPDATE runs SET status = 'running', ended_at = NULL WHERE run_id = ?", (run_id,)
+            )
 
     def steps(self, run_id: str) -> list[Step]:
         rows = self._db.execute(
@@ -149,8 +157,15 @@ class TraceStore:
         ).fetchall()
         return [
             Step(
-                run_id=r[0], index=r[1], kind=r[2], name=r[3], input=_load(r[4]),
-                output=_load(r[5]), error=r[6], seconds=r[7], prompt_tokens=r[8],
+                run_id=r[0],
+                index=r[1],
+                kind=r[2],
+                name=r[3],
+                input=_load(r[4]),
+                output=_load(r[5]),
+                error=r[6],
+                seconds=r[7],
+                prompt_tokens=r[8],
                 completion_tokens=r[9],
                 message=message_from_dict(json.loads(r[10])) if r[10] else None,
                 started_at=r[11],
@@ -170,9 +185,19 @@ class TraceStore:
         ).fetchall()
         return [
             RunSummary(
-                run_id=r[0], task=r[1], model=r[2], status=r[3], answer=r[4], error=r[5],
-                started_at=r[6], ended_at=r[7], config=json.loads(r[8]), steps=r[9],
-                tool_calls=r[10], prompt_tokens=r[11], completion_tokens=r[12],
+                run_id=r[0],
+                task=r[1],
+                model=r[2],
+                status=r[3],
+                answer=r[4],
+                error=r[5],
+                started_at=r[6],
+                ended_at=r[7],
+                config=json.loads(r[8]),
+                steps=r[9],
+                tool_calls=r[10],
+                prompt_tokens=r[11],
+                completion_tokens=r[12],
             )
             for r in rows
         ]
@@ -201,8 +226,13 @@ class TraceStore:
             seconds=sum(s.seconds for s in steps if s.kind == "model"),
         )
         return RunResult(
-            run_id=summary.run_id, task=summary.task, status=summary.status,  # type: ignore[arg-type]
-            answer=summary.answer, error=summary.error, steps=steps, usage=usage,
+            run_id=summary.run_id,
+            task=summary.task,
+            status=summary.status,  # type: ignore[arg-type]
+            answer=summary.answer,
+            error=summary.error,
+            steps=steps,
+            usage=usage,
         )
 
 

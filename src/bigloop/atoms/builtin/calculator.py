@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,16 +20,35 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "sqrt": math.sqrt, "log": math.log, "log10": math.log10, "log2": math.log2, "exp": math.exp,
-    "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
-    "atan": math.atan, "abs": abs, "round": round, "floor": math.floor, "ceil": math.ceil,
-    "min": min, "max": max, "factorial": math.factorial, "radians": math.radians,
+    "sqrt": math.sqrt,
+    "log": math.log,
+    "log10": math.log10,
+    "log2": math.log2,
+    "exp": math.exp,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "asin": math.asin,
+    "acos": math.acos,
+    "atan": math.atan,
+    "abs": abs,
+    "round": round,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "min": min,
+    "max": max,
+    "factorial": math.factorial,
+    "radians": math.radians,
     "degrees": math.degrees,
 }
 _CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 _MAX_EXPONENT = 10_000
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
 class CalculatorError(ValueError):
@@ -37,12 +57,14 @@ class CalculatorError(ValueError):
 
 def evaluate(expression: str) -> float | int:
     """Evaluate an arithmetic expression safely."""
-    text = expression.replace("^", "**").replace("×", "*").replace("÷", "/").replace(",", "")
+    text = expression.replace("^", "**").replace("×", "*").replace("÷", "/")
+    text = _THOUSANDS.sub("", text)
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
         raise CalculatorError(f"Not an arithmetic expression: {expression!r}") from None
-    return _eval(tree.body)
+    result: float | int = _eval(tree.body)
+    return result
 
 
 def _eval(node: ast.AST) -> Any:

@@ -68,4 +68,4 @@ def file_tools(root: str | Path) -> list[Tool]:
                     hits.append(f"{file.relative_to(base)}:{number}: {line.strip()}")
         return hits[:100]
 
-    return [list_files, read_file, search_files]
+    return [read_file, search_files, list_files]

@@ -64,9 +64,16 @@ for _dimension, _table in _UNITS.items():
         for _name in _names:
             _FACTORS[_name] = (_dimension, _factor)
 _TEMPERATURE = {
-    "c": "c", "celsius": "c", "°c": "c", "degrees celsius": "c",
-    "f": "f", "fahrenheit": "f", "°f": "f", "degrees fahrenheit": "f",
-    "k": "k", "kelvin": "k",
+    "c": "c",
+    "celsius": "c",
+    "°c": "c",
+    "degrees celsius": "c",
+    "f": "f",
+    "fahrenheit": "f",
+    "°f": "f",
+    "degrees fahrenheit": "f",
+    "k": "k",
+    "kelvin": "k",
 }
 
 
@@ -76,7 +83,9 @@ def convert(value: float, from_unit: str, to_unit: str) -> float:
         return _from_kelvin(_to_kelvin(value, _TEMPERATURE[src]), _TEMPERATURE[dst])
     for unit in (src, dst):
         if unit not in _FACTORS:
-            known = ", ".join(sorted({n for names in _UNITS.values() for t in names for n in t[:2]}))
+            known = ", ".join(
+                sorted({n for names in _UNITS.values() for t in names for n in t[:2]})
+            )
             raise ValueError(f"Unknown unit {unit!r}. Known units include: {known}, C, F, K.")
     (d1, f1), (d2, f2) = _FACTORS[src], _FACTORS[dst]
     if d1 != d2:

@@ -129,15 +129,13 @@ class LocalModel:
             return _LOADED[key]
 
     def grammar_for(self, tools: list[ToolSpec]) -> Any:
-        import llama_cpp
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         schema = call_schema(tools)
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             # Not sorted: the grammar keeps property order, and "name" must come first.
-            self._grammars[key] = llama_cpp.LlamaGrammar.from_json_schema(
-                json.dumps(schema), verbose=False
-            )
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         return self._grammars[key]
 
     def complete_chat(

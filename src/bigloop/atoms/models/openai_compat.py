@@ -98,15 +98,19 @@ class OpenAIModel:
                 **extra,
             )
         except openai.AuthenticationError as e:
-            raise UserError(f"{self._base_url}: authentication failed ({e}). "
-                            "Set OPENAI_API_KEY or pass api_key.") from None
+            raise UserError(
+                f"{self._base_url}: authentication failed ({e}). "
+                "Set OPENAI_API_KEY or pass api_key."
+            ) from None
         except openai.APIConnectionError:
             raise ModelUnavailable(
                 f"Cannot reach the model server at {self._base_url}. Is it running? "
                 "Check --base-url (it usually ends in /v1)."
             ) from None
         except openai.APIStatusError as e:
-            raise ModelUnavailable(f"{self._base_url} answered {e.status_code}: {e.message}") from None
+            raise ModelUnavailable(
+                f"{self._base_url} answered {e.status_code}: {e.message}"
+            ) from None
         seconds = time.perf_counter() - start
         choice = out.choices[0].message
         response = _structured(choice.tool_calls, self._ids) or to_response(
@@ -136,7 +140,9 @@ def _structured(calls: Any, ids: itertools.count[int]) -> ModelResponse | None:
                 raw=raw_args,
                 error=f"The arguments of {c.function.name!r} were not valid JSON ({e.msg}).",
             )
-        parsed.append(ToolCall(id=c.id or f"call_{next(ids)}", name=c.function.name, arguments=args))
+        parsed.append(
+            ToolCall(id=c.id or f"call_{next(ids)}", name=c.function.name, arguments=args)
+        )
     return ModelResponse(tool_calls=parsed)
 
 
@@ -144,18 +150,20 @@ def _to_openai(messages: list[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "assistant" and m.tool_calls:
-            out.append({
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                    }
-                    for c in m.tool_calls
-                ],
-            })
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                        }
+                        for c in m.tool_calls
+                    ],
+                }
+            )
         elif m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
         else:

@@ -30,9 +30,11 @@ class ParsedReply:
 def parse_reply(raw: str) -> ParsedReply:
     """Split a model's raw output into tool calls, or a final answer, or an error."""
     text = raw.strip()
-    chunks = [m.group(1) for m in _TAGGED.finditer(text)] or [
-        m.group(1) for m in _FENCE.finditer(text)
-    ] or [text]
+    chunks = (
+        [m.group(1) for m in _TAGGED.finditer(text)]
+        or [m.group(1) for m in _FENCE.finditer(text)]
+        or [text]
+    )
     values: list[Any] = []
     broken = None
     for chunk in chunks:

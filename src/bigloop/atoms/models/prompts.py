@@ -20,6 +20,14 @@ Reply with JSON only, in exactly one of two forms:
 Take argument values from the user's request, not from the examples in descriptions.
 Never compute by yourself what a tool can compute; never invent tools or arguments."""
 
+RESULTS = """\
+Tool results for my request ({task}):
+{results}
+If they give what I asked for, reply {{"answer": "<the answer>"}} now; call another tool only \
+if something I asked for is still missing."""
+
+ANSWER_NOW = "Using the results above, answer my request now: {task}"
+
 NO_TOOLS_SYSTEM = "You are a precise, concise assistant."
 
 
@@ -47,20 +55,27 @@ def render_call_reply(message: Message) -> str:
 
 
 def to_plain_chat(messages: list[Message], tools: list[ToolSpec]) -> list[dict[str, str]]:
-    """Messages for a plain chat template: tools in the system prompt, results as user turns."""
+    """Messages for a plain chat template: tools in the system prompt, each group of tool
+    results as one user turn that restates the request (small models lose track of it)."""
     system = "\n\n".join(m.content for m in messages if m.role == "system") or None
+    task = next((m.content for m in messages if m.role == "user"), "")
     out = [{"role": "system", "content": tool_system_prompt(tools, system)}]
+    results: list[str] = []
     for m in messages:
-        if m.role == "system":
+        if m.role == "tool":
+            results.append(f"Result of {m.name}: {m.content}")
             continue
+        if results:
+            out.append(
+                {"role": "user", "content": RESULTS.format(results="\n".join(results), task=task)}
+            )
+            results = []
         if m.role == "assistant":
             out.append({"role": "assistant", "content": render_call_reply(m)})
-        elif m.role == "tool":
-            text = f"Result of {m.name}: {m.content}"
-            if out[-1]["role"] == "user" and out[-1]["content"].startswith("Result of "):
-                out[-1]["content"] += "\n" + text
-            else:
-                out.append({"role": "user", "content": text})
-        else:
+        elif m.role == "user":
             out.append({"role": "user", "content": m.content})
+    if results:
+        out.append(
+            {"role": "user", "content": RESULTS.format(results="\n".join(results), task=task)}
+        )
     return out

@@ -61,8 +61,9 @@ def _part_paths() -> list[Path]:
     for module, relative in PARTS:
         spec = importlib.util.find_spec(module)
         if spec is None or not spec.submodule_search_locations:
-            raise WeightsError(f"The embedded model's weight part {module!r} is not installed. "
-                               + _INSTALL_HINT)
+            raise WeightsError(
+                f"The embedded model's weight part {module!r} is not installed. " + _INSTALL_HINT
+            )
         path = Path(next(iter(spec.submodule_search_locations))) / relative
         if not path.is_file():
             raise WeightsError(f"Weight part {path} is missing. {_INSTALL_HINT}")

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from bigloop import ToolSpec
+from bigloop.schedule.select import rank_tools
+
+TOOLS = [
+    ToolSpec(name="calculator", description="Evaluate an arithmetic expression."),
+    ToolSpec(
+        name="convert_units", description="Convert a quantity between units, e.g. miles to km."
+    ),
+    ToolSpec(
+        name="sql_query",
+        description="Run a read-only SQL query on the database.",
+        parameters={"type": "object", "properties": {"query": {"type": "string"}}},
+    ),
+]
+
+
+def test_most_relevant_tool_first_ties_keep_order() -> None:
+    assert rank_tools("Convert 26.2 miles to kilometers", TOOLS)[0].name == "convert_units"
+    assert rank_tools("Query the database for orders", TOOLS)[0].name == "sql_query"
+    assert [t.name for t in rank_tools("hello", TOOLS)] == [
+        "calculator",
+        "convert_units",
+        "sql_query",
+    ]
