@@ -57,7 +57,7 @@ def main() -> None:
     try:
         app()
     except UserError as e:
-        _console(stderr=True).print(f"[bold red]error:[/] {e}")
+        _console(stderr=True).print(f"[bold red]error:[/] {e}", soft_wrap=True)
         sys.exit(2)
 
 

@@ -48,16 +48,14 @@ class OpenAIModel:
         timeout_s: float = 120.0,
         privacy: str | None = None,
     ) -> None:
-        import openai
-
         self._model = model
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        self._client = openai.AsyncOpenAI(
-            base_url=self._base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
-            timeout=timeout_s,
-            max_retries=1,
-        )
+        self._client_args: dict[str, Any] = {
+            "base_url": self._base_url,
+            "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "none",
+            "timeout": timeout_s,
+            "max_retries": 1,
+        }
         self._tool_mode = tool_mode
         self._privacy = privacy or _guess_privacy(self._base_url)
         self._ids = itertools.count(1)
@@ -89,14 +87,17 @@ class OpenAIModel:
         extra: dict[str, Any] = {"tools": [t.to_openai() for t in tools]} if native else {}
         start = time.perf_counter()
         try:
-            out = await self._client.chat.completions.create(
-                model=self._model,
-                messages=chat,  # type: ignore[arg-type]
-                temperature=settings.temperature,
-                max_tokens=settings.max_tokens,
-                seed=settings.seed,
-                **extra,
-            )
+            # One client per call: a client outliving its event loop leaks its sockets, and
+            # a loop's `run_sync` closes the event loop after every run.
+            async with openai.AsyncOpenAI(**self._client_args) as client:
+                out = await client.chat.completions.create(
+                    model=self._model,
+                    messages=chat,  # type: ignore[arg-type]
+                    temperature=settings.temperature,
+                    max_tokens=settings.max_tokens,
+                    seed=settings.seed,
+                    **extra,
+                )
         except openai.AuthenticationError as e:
             raise UserError(
                 f"{self._base_url}: authentication failed ({e}). "
@@ -153,7 +154,7 @@ def _to_openai(messages: list[Message]) -> list[dict[str, Any]]:
             out.append(
                 {
                     "role": "assistant",
-                    "content": None,
+                    "content": "",  # some servers reject null
                     "tool_calls": [
                         {
                             "id": c.id,

@@ -1,0 +1,3 @@
+from bigloop.cli import main
+
+main()

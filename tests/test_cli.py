@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def bigloop(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bigloop", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"BIGLOOP_HOME": str(home), "PATH": ""},
+    )
+
+
+def test_help_lists_commands(tmp_path: Path) -> None:
+    out = bigloop("--help", home=tmp_path)
+    assert out.returncode == 0
+    for command in ("run", "resume", "trace"):
+        assert command in out.stdout
+
+
+def test_developer_mistakes_fail_fast_with_the_fix(tmp_path: Path) -> None:
+    missing = bigloop("run", "hi", "--model", str(tmp_path / "nope.gguf"), home=tmp_path)
+    assert missing.returncode == 2
+    assert "does not exist. Pass the path of a .gguf file" in missing.stderr
+    bad_tool = bigloop("run", "hi", "--tools", "calculator,teleport", home=tmp_path)
+    assert bad_tool.returncode == 2 and "Unknown tool(s) ['teleport']" in bad_tool.stderr
+    bad_flag = bigloop("run", "hi", "--max-steps", "zero", home=tmp_path)
+    assert bad_flag.returncode == 2 and "max-steps" in bad_flag.stderr
+    unknown_run = bigloop("trace", "show", "abc", home=tmp_path)
+    assert unknown_run.returncode == 2 and "No run matches id 'abc'" in unknown_run.stderr
+
+
+def test_unreachable_server_is_reported(tmp_path: Path) -> None:
+    out = bigloop(
+        "run", "hi", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--json", home=tmp_path
+    )
+    assert out.returncode == 1
+    result = json.loads(out.stdout)
+    assert result["status"] == "failed"
+    assert "Cannot reach the model server at http://127.0.0.1:9/v1" in result["error"]
+
+
+@pytest.mark.real
+def test_run_then_trace_on_the_embedded_model(tmp_path: Path) -> None:
+    out = bigloop("run", "What is (45 + 12) / 3?", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "Answer:" in out.stdout and "19" in out.stdout
+    assert "calculator" in out.stderr, "live progress names the tool"
+    runs = json.loads(bigloop("trace", "list", "--json", home=tmp_path).stdout)
+    assert [r["status"] for r in runs] == ["ok"]
+    shown = json.loads(bigloop("trace", "show", runs[0]["run_id"], "--json", home=tmp_path).stdout)
+    assert [s["kind"] for s in shown["steps"]][:2] == ["model", "tool"]
+    assert shown["steps"][1]["output"] == "19"
+    table = bigloop("trace", "show", runs[0]["run_id"][:5], home=tmp_path)
+    assert "calculator" in table.stdout
