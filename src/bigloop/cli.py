@@ -283,3 +283,110 @@ def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False)
+
+
+eval_app = typer.Typer(help="Score models and loops on real benchmarks.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.command("bfcl")
+def eval_bfcl(
+    category: Annotated[
+        list[str],
+        typer.Option(
+            "--category",
+            "-c",
+            help="BFCL category (repeatable), e.g. simple_python, "
+            "multiple, parallel, live_simple, irrelevance.",
+        ),
+    ],
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N cases.")] = None,
+    mode: Annotated[
+        list[str], typer.Option("--mode", help="raw, loop, or both (repeat the flag).")
+    ] = ["raw", "loop"],  # noqa: B006 - typer reads the default
+    model: ModelOpt = "embedded",
+    base_url: BaseUrlOpt = None,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, help="Concurrent cases (useful for remote models).")
+    ] = 1,
+    out: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path(
+        "bench/results/bfcl"
+    ),
+    json_out: JsonOpt = False,
+) -> None:
+    """Score raw model vs loop on BFCL with BFCL's own checker. Resumable: rerun to continue."""
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from bigloop._errors import UserError
+    from bigloop.eval.bfcl import results_path, run_category, summarize
+    from bigloop.eval.bfcl_data import load_cases
+
+    bad = [m for m in mode if m not in ("raw", "loop")]
+    if bad:
+        raise UserError(f"--mode {bad[0]!r}: use raw or loop.")
+    chosen = _model({"model": model, "base_url": base_url})
+    report: dict[str, dict[str, Any]] = {}
+    console = _console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("acc {task.fields[acc]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=json_out,
+    ) as progress:
+        for cat in category:
+            cases = load_cases(cat, limit)
+            for m in mode:
+                task = progress.add_task(f"{cat} · {m}", total=len(cases), acc="-")
+                hits = [0, 0]
+
+                def tick(result: Any, task: Any = task, hits: list[int] = hits) -> None:
+                    hits[0] += result.valid
+                    hits[1] += 1
+                    progress.update(task, advance=1, acc=f"{hits[0] / hits[1]:.0%}")
+
+                path = results_path(out, chosen.name, m, cat)
+                results = asyncio.run(
+                    run_category(
+                        cases,
+                        chosen,
+                        m,
+                        path,  # type: ignore[arg-type]
+                        workers=workers,
+                        on_result=tick,
+                    )
+                )
+                report.setdefault(cat, {})[m] = summarize(results)
+    markdown = _bfcl_markdown(report, chosen.name)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "latest.md").write_text(markdown)
+    (out / "latest.json").write_text(json.dumps(report, indent=2))
+    if json_out:
+        print(json.dumps(report, indent=2))
+    else:
+        print(markdown)
+
+
+def _bfcl_markdown(report: dict[str, dict[str, Any]], model_name: str) -> str:
+    lines = [
+        f"BFCL (bfcl-eval 2026.3.23), model: {model_name}",
+        "",
+        "| category | mode | N | accuracy | valid calls | repaired | p50 s | p95 s | prompt tok "
+        "| completion tok | top errors |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for cat, modes in report.items():
+        for m, s in modes.items():
+            if not s.get("cases"):
+                continue
+            errors = ", ".join(f"{k} {v}" for k, v in list(s["errors"].items())[:3])
+            lines.append(
+                f"| {cat} | {m} | {s['cases']} | {s['accuracy']:.0%} | {s['valid_call_rate']:.0%} "
+                f"| {s['repaired']} | {s['p50_s']:.1f} | {s['p95_s']:.1f} | {s['prompt_tokens']} "
+                f"| {s['completion_tokens']} | {errors} |"
+            )
+    return "\n".join(lines) + "\n"

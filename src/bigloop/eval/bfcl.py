@@ -1,0 +1,222 @@
+"""`bigloop eval bfcl`: the Berkeley Function Calling Leaderboard, raw model vs the loop.
+
+- raw: the model is called once with the functions through its own chat template (or its
+  server's native tool calling) and its output parsed leniently, as without bigloop.
+- loop: the case goes through bigloop's calling pipeline: grammar-constrained calls,
+  type adapters, schema validation, and repair by feedback, a bounded number of times.
+
+Each case's result is appended to a JSON Lines file as it completes; a rerun skips the
+cases already there, so an interrupted eval resumes without scoring anything twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from bigloop._errors import ModelUnavailable
+from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec, Usage
+from bigloop.atoms.models.local import LocalModel
+from bigloop.atoms.models.parse import parse_reply
+from bigloop.eval.bfcl_data import Case
+from bigloop.eval.bfcl_score import score
+from bigloop.schedule.adapt import coerce
+from bigloop.schedule.call import schema_problems
+
+Mode = Literal["raw", "loop"]
+SETTINGS = ModelSettings(temperature=0.0, max_tokens=256)
+
+
+@dataclass(kw_only=True)
+class CaseResult:
+    id: str
+    category: str
+    mode: str
+    valid: bool
+    error_type: str | None
+    calls: list[list[Any]]
+    valid_calls: bool
+    repairs: int = 0
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    raw: list[str] = field(default_factory=list)
+
+
+async def run_case(case: Case, model: ChatModel, mode: Mode, max_repairs: int = 2) -> CaseResult:
+    """Run and score one case; a failing model is a failed case, never a crash."""
+    usage = Usage()
+    start = time.perf_counter()
+    raws: list[str] = []
+    repairs = 0
+    error = None
+    try:
+        if mode == "raw":
+            calls = await _raw_calls(case, model, usage, raws)
+        else:
+            calls, repairs = await _loop_calls(case, model, usage, raws, max_repairs)
+    except ModelUnavailable as e:
+        calls, error = [], str(e)
+    tools = {t.name: t for t in case.tools}
+    valid_calls = all(n in tools and not schema_problems(a, tools[n].parameters) for n, a in calls)
+    result = score(case, calls)
+    return CaseResult(
+        id=case.id,
+        category=case.category,
+        mode=mode,
+        valid=result.valid,
+        error_type=result.error_type if error is None else "model_error",
+        calls=[[n, a] for n, a in calls],
+        valid_calls=valid_calls,
+        repairs=repairs,
+        seconds=time.perf_counter() - start,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        error=error,
+        raw=raws,
+    )
+
+
+async def _raw_calls(
+    case: Case, model: ChatModel, usage: Usage, raws: list[str]
+) -> list[tuple[str, Any]]:
+    if isinstance(model, LocalModel):
+        tools = [t.to_openai() for t in case.tools]
+        raw, used = await asyncio.to_thread(
+            model.complete_chat, case.messages, settings=SETTINGS, tools=tools
+        )
+        usage.add(used)
+        raws.append(raw)
+        return parse_reply(raw).calls
+    response = await model.chat(_messages(case), case.tools, SETTINGS)
+    usage.add(response.usage)
+    raws.append(response.raw)
+    return [(c.name, c.arguments) for c in response.tool_calls]
+
+
+async def _loop_calls(
+    case: Case, model: ChatModel, usage: Usage, raws: list[str], max_repairs: int
+) -> tuple[list[tuple[str, Any]], int]:
+    """Ask, adapt, validate; on a problem tell the model exactly what was wrong and ask again."""
+    tools = {t.name: t for t in case.tools}
+    messages = _messages(case)
+    calls: list[tuple[str, Any]] = []
+    for attempt in range(max_repairs + 1):
+        response = await model.chat(messages, case.tools, SETTINGS)
+        usage.add(response.usage)
+        raws.append(response.raw)
+        if response.error:
+            problems = [response.error]
+        else:
+            calls = [
+                (
+                    c.name,
+                    coerce(c.arguments, tools[c.name].parameters)
+                    if c.name in tools
+                    else c.arguments,
+                )
+                for c in response.tool_calls
+            ]
+            problems = _problems(calls, tools)
+        if not problems:
+            return calls, attempt
+        messages.append(Message(role="assistant", content=response.raw or response.text))
+        messages.append(
+            Message(
+                role="user",
+                content="Your call had problems: "
+                + "; ".join(problems)
+                + ". Reply again with corrected calls.",
+            )
+        )
+    return calls, max_repairs
+
+
+def _problems(calls: list[tuple[str, Any]], tools: dict[str, ToolSpec]) -> list[str]:
+    problems = []
+    for name, arguments in calls:
+        if name not in tools:
+            problems.append(f"{name!r} is not an available function ({', '.join(tools)})")
+        else:
+            problems += [f"{name}: {p}" for p in schema_problems(arguments, tools[name].parameters)]
+    return problems
+
+
+def _messages(case: Case) -> list[Message]:
+    return [Message(role=m["role"], content=m["content"]) for m in case.messages]  # type: ignore[arg-type]
+
+
+def results_path(out_dir: Path, model_name: str, mode: str, category: str) -> Path:
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model_name)
+    return out_dir / safe / mode / f"{category}.jsonl"
+
+
+def load_results(path: Path) -> dict[str, CaseResult]:
+    if not path.exists():
+        return {}
+    done = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            done[row["id"]] = CaseResult(**row)
+    return done
+
+
+async def run_category(
+    cases: list[Case],
+    model: ChatModel,
+    mode: Mode,
+    path: Path,
+    *,
+    workers: int = 1,
+    on_result: Callable[[CaseResult], None] | None = None,
+) -> list[CaseResult]:
+    """Run the cases not yet in `path`, appending each result as it completes."""
+    done = load_results(path)
+    todo = [c for c in cases if c.id not in done]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    gate = asyncio.Semaphore(max(1, workers))
+
+    async def one(case: Case) -> None:
+        async with gate:
+            result = await run_case(case, model, mode)
+        with path.open("a") as f:
+            f.write(json.dumps(asdict(result), ensure_ascii=False) + "\n")
+        done[case.id] = result
+        if on_result:
+            on_result(result)
+
+    for case in cases:
+        if case.id in done and on_result:
+            on_result(done[case.id])
+    await asyncio.gather(*(one(c) for c in todo))
+    return [done[c.id] for c in cases]
+
+
+def summarize(results: list[CaseResult]) -> dict[str, Any]:
+    """Accuracy, error types, valid-call rate, latency percentiles and tokens."""
+    n = len(results)
+    if n == 0:
+        return {"cases": 0}
+    seconds = sorted(r.seconds for r in results)
+    errors: dict[str, int] = {}
+    for r in results:
+        if not r.valid and r.error_type:
+            errors[r.error_type] = errors.get(r.error_type, 0) + 1
+    return {
+        "cases": n,
+        "accuracy": sum(r.valid for r in results) / n,
+        "valid_call_rate": sum(r.valid_calls for r in results) / n,
+        "repaired": sum(r.repairs > 0 for r in results),
+        "p50_s": seconds[n // 2],
+        "p95_s": seconds[min(n - 1, int(n * 0.95))],
+        "prompt_tokens": sum(r.prompt_tokens for r in results),
+        "completion_tokens": sum(r.completion_tokens for r in results),
+        "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])),
+    }
