@@ -37,6 +37,7 @@ class Tool:
     timeout_s: float = 30.0
     max_result_chars: int = 4000
     idempotent: bool = True
+    inline: bool = False
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -76,7 +77,11 @@ class Tool:
         """
         kwargs = self.validate(arguments)
         try:
-            if inspect.iscoroutinefunction(self.fn):
+            if self.inline:
+                result = self.fn(**kwargs)
+                if inspect.isawaitable(result):
+                    result = await asyncio.wait_for(result, self.timeout_s)
+            elif inspect.iscoroutinefunction(self.fn):
                 result = await asyncio.wait_for(self.fn(**kwargs), self.timeout_s)
             else:
                 result = await asyncio.wait_for(
@@ -99,6 +104,7 @@ def tool(
     timeout_s: float = 30.0,
     max_result_chars: int = 4000,
     idempotent: bool = True,
+    inline: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -111,10 +117,18 @@ def tool(
     timeout_s: float = 30.0,
     max_result_chars: int = 4000,
     idempotent: bool = True,
+    inline: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a `Tool`.
 
     Usable bare (`@tool`) or with options (`@tool(timeout_s=5)`).
+
+    Args:
+        timeout_s: seconds a call may take before it fails (and the model is told).
+        max_result_chars: longer results are cut, with a note saying how much was cut.
+        idempotent: False for tools with side effects; a resumed run never repeats them.
+        inline: run a sync function directly in the event loop instead of a worker thread;
+            faster for quick pure functions, but its timeout cannot be enforced.
 
     Raises:
         UserError: a parameter has no type hint, or the hints cannot form a schema.
@@ -130,6 +144,7 @@ def tool(
             timeout_s=timeout_s,
             max_result_chars=max_result_chars,
             idempotent=idempotent,
+            inline=inline,
         )
 
     return build(fn) if fn is not None else build

@@ -66,6 +66,6 @@ def score(case: Case, calls: list[tuple[str, Any]]) -> Score:
         )
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         return Score(valid=False, error_type="checker_error", errors=[f"{type(e).__name__}: {e}"])
-    return Score(
-        valid=bool(result["valid"]), error_type=result.get("error_type"), errors=result.get("error")
-    )
+    if result["valid"]:  # the checker leaves a placeholder error_type on success
+        return Score(valid=True)
+    return Score(valid=False, error_type=result.get("error_type"), errors=result.get("error"))

@@ -1,0 +1,26 @@
+"""BFCL on the real embedded model, a few cases: the eval path end to end, both modes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from bigloop import LocalModel
+from bigloop.eval.bfcl import run_category, summarize
+from bigloop.eval.bfcl_data import load_cases
+
+pytestmark = pytest.mark.real
+
+
+def test_first_simple_python_cases_both_modes(tmp_path: Path) -> None:
+    model = LocalModel()
+    cases = load_cases("simple_python", 3)
+    for mode in ("raw", "loop"):
+        results = asyncio.run(run_category(cases, model, mode, tmp_path / f"{mode}.jsonl"))  # type: ignore[arg-type]
+        summary = summarize(results)
+        assert summary["cases"] == 3
+        assert summary["valid_call_rate"] == 1.0
+        assert results[0].valid, results[0].raw  # "triangle, base 10, height 5": both get it
+        assert all(r.prompt_tokens > 0 for r in results)
