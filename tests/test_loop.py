@@ -241,3 +241,35 @@ def test_resume_runs_calls_the_crash_left_pending(tmp_path: Path) -> None:
         (1, "lookup", "cold"),
         (2, "lookup", "warm"),
     ]
+
+
+def test_values_copied_from_the_tool_docs_are_sent_back() -> None:
+    @tool
+    def weather(city: str) -> str:
+        """Weather in a city.
+
+        Args:
+            city: the city, e.g. "San Francisco, CA".
+        """
+        return f"sunny in {city}"
+
+    result = Loop(
+        ScriptedModel(
+            [
+                call("weather", city="San Francisco, CA"),
+                call("weather", city="Moscow"),
+                answer("sunny"),
+            ]
+        ),
+        [weather],
+    ).run_sync("Weather in Moscow?")
+    assert [(s.input, s.error) for s in result.tool_steps] == [
+        ({"city": "San Francisco, CA"}, "invalid_arguments"),
+        ({"city": "Moscow"}, None),
+    ]
+    assert "is the example from the tool's description" in str(result.tool_steps[0].output)
+    # The same value is fine when the user asked for it.
+    ok = Loop(
+        ScriptedModel([call("weather", city="San Francisco, CA"), answer("sunny")]), [weather]
+    ).run_sync("Weather in San Francisco, CA?")
+    assert [s.error for s in ok.tool_steps] == [None]

@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -320,7 +320,7 @@ def eval_bfcl(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from bigloop._errors import UserError
-    from bigloop.eval.bfcl import results_path, run_category, summarize
+    from bigloop.eval.bfcl import Mode, results_path, run_category, summarize
     from bigloop.eval.bfcl_data import load_cases
 
     bad = [m for m in mode if m not in ("raw", "loop")]
@@ -354,8 +354,8 @@ def eval_bfcl(
                     run_category(
                         cases,
                         chosen,
-                        m,
-                        path,  # type: ignore[arg-type]
+                        cast("Mode", m),
+                        path,
                         workers=workers,
                         on_result=tick,
                     )

@@ -26,7 +26,7 @@ from bigloop.atoms.models.base import (
 )
 from bigloop.atoms.models.prompts import ANSWER_NOW
 from bigloop.atoms.tool import Tool
-from bigloop.schedule.call import CallResult, call_key, call_tools
+from bigloop.schedule.call import CallResult, call_key, call_tools, copied_examples
 from bigloop.schedule.select import rank_tools
 from bigloop.trace.records import RunResult, RunStatus, Step
 from bigloop.trace.store import TraceStore
@@ -213,7 +213,9 @@ class Loop:
         state.answer_only = all(call_key(c) in state.done_calls for c in calls)
         seen = state.done_calls | state.failed_calls
         fresh = [c for c in calls if call_key(c) not in seen]
-        results = {id(r.call): r for r in await call_tools(fresh, self.tools)}
+        results = {id(r.call): r for r in self._ungrounded(state, fresh)}
+        runnable = [c for c in fresh if id(c) not in results]
+        results.update({id(r.call): r for r in await call_tools(runnable, self.tools)})
         for call in calls:
             result = results.get(id(call)) or _repeated(call, state)
             if result.ok:
@@ -243,6 +245,26 @@ class Loop:
                 f"The model made {state.repairs} invalid calls or replies "
                 f"(limit {self.budget.max_repairs})."
             )
+
+    def _ungrounded(self, state: _State, calls: list[ToolCall]) -> list[CallResult]:
+        """Calls whose string arguments were copied from the tool's docs, not the task."""
+        specs = {s.name: s for s in self.specs}
+        context = "\n".join(m.content for m in state.messages if m.role in ("user", "tool"))
+        rejected = []
+        for call in calls:
+            if call.name in specs and (
+                problems := copied_examples(call, specs[call.name], context)
+            ):
+                rejected.append(
+                    CallResult(
+                        call=call,
+                        outcome="invalid_arguments",
+                        output="Error: " + "; ".join(problems),
+                        seconds=0.0,
+                        started_at=time.time(),
+                    )
+                )
+        return rejected
 
     def _model_step(self, state: _State, response: ModelResponse, reply: Message) -> Step:
         return Step(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bigloop import LocalModel
-from bigloop.eval.bfcl import run_category, summarize
+from bigloop.eval.bfcl import Mode, run_category, summarize
 from bigloop.eval.bfcl_data import load_cases
 
 pytestmark = pytest.mark.real
@@ -17,8 +17,9 @@ pytestmark = pytest.mark.real
 def test_first_simple_python_cases_both_modes(tmp_path: Path) -> None:
     model = LocalModel()
     cases = load_cases("simple_python", 3)
-    for mode in ("raw", "loop"):
-        results = asyncio.run(run_category(cases, model, mode, tmp_path / f"{mode}.jsonl"))  # type: ignore[arg-type]
+    modes: tuple[Mode, ...] = ("raw", "loop")
+    for mode in modes:
+        results = asyncio.run(run_category(cases, model, mode, tmp_path / f"{mode}.jsonl"))
         summary = summarize(results)
         assert summary["cases"] == 3
         assert summary["valid_call_rate"] == 1.0

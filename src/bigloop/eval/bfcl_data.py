@@ -151,7 +151,7 @@ def to_json_schema(node: Any, language: str = "python") -> dict[str, Any]:
 def _read_jsonl(path: Path, limit: int | None) -> list[dict[str, Any]]:
     if not path.exists():
         raise UserError(f"BFCL data file {path} is missing; reinstall bfcl-eval==2026.3.23.")
-    rows = []
+    rows: list[dict[str, Any]] = []
     with path.open() as f:
         for number, line in enumerate(f, 1):
             if limit is not None and len(rows) >= limit:

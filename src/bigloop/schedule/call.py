@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bigloop._errors import ModelRetry, ToolFailure, UnknownTool
-from bigloop.atoms.models.base import ToolCall
+from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.atoms.tool import Tool
 
 Outcome = Literal["ok", "unknown_tool", "invalid_arguments", "tool_error", "repeated"]
@@ -83,3 +83,24 @@ def schema_problems(arguments: Any, schema: dict[str, Any]) -> list[str]:
         f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}"
         for e in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     ]
+
+
+def copied_examples(call: ToolCall, spec: ToolSpec, context: str) -> list[str]:
+    """String arguments taken from the tool's own documentation rather than the task.
+
+    Small models copy a description's example ("e.g. San Francisco, CA") into the call. A
+    value that appears in the tool's docs but nowhere in the conversation is flagged.
+    """
+    if not isinstance(call.arguments, dict):
+        return []
+    docs = json.dumps(spec.parameters, ensure_ascii=False) + " " + spec.description
+    haystack = context.lower()
+    problems = []
+    for name, value in call.arguments.items():
+        if isinstance(value, str) and len(value) >= 3 and value in docs:
+            if value.lower() not in haystack:
+                problems.append(
+                    f"{name}={value!r} is the example from the tool's description, not a value "
+                    "from the request; use the request's values"
+                )
+    return problems

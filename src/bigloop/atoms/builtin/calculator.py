@@ -95,10 +95,11 @@ def _eval(node: ast.AST) -> Any:
 
 @tool
 def calculator(expression: str) -> float | int:
-    """Evaluate an arithmetic expression exactly, e.g. "(2 + 3) * 4" or "sqrt(16) / 2".
+    """Evaluate an arithmetic expression exactly: numbers, + - * / ** %, parentheses,
+    sqrt, log, sin, cos, round, pi and e.
 
     Args:
-        expression: the arithmetic expression, with numbers, + - * / ** and parentheses.
+        expression: the arithmetic expression to compute, written with the request's numbers.
     """
     result = evaluate(expression)
     if isinstance(result, float) and result.is_integer() and abs(result) < 1e15:

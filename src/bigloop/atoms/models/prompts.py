@@ -21,7 +21,7 @@ Take argument values from the user's request, not from the examples in descripti
 Never compute by yourself what a tool can compute; never invent tools or arguments."""
 
 RESULTS = """\
-Tool results for my request ({task}):
+Tool results so far for my request ({task}):
 {results}
 If they give what I asked for, reply {{"answer": "<the answer>"}} now; call another tool only \
 if something I asked for is still missing."""
@@ -55,27 +55,35 @@ def render_call_reply(message: Message) -> str:
 
 
 def to_plain_chat(messages: list[Message], tools: list[ToolSpec]) -> list[dict[str, str]]:
-    """Messages for a plain chat template: tools in the system prompt, each group of tool
-    results as one user turn that restates the request (small models lose track of it)."""
+    """Messages for a plain chat template: tools in the system prompt; after each batch of
+    tool calls, one user turn listing every result so far, as `call -> result`, with the
+    request restated (small models lose track of both)."""
     system = "\n\n".join(m.content for m in messages if m.role == "system") or None
     task = next((m.content for m in messages if m.role == "user"), "")
     out = [{"role": "system", "content": tool_system_prompt(tools, system)}]
+    calls: dict[str, str] = {}
     results: list[str] = []
+    pending = False
     for m in messages:
         if m.role == "tool":
-            results.append(f"Result of {m.name}: {m.content}")
+            call = calls.get(m.tool_call_id or "", f"{m.name}(…)")
+            results.append(f"{call} -> {m.content}")
+            pending = True
             continue
-        if results:
-            out.append(
-                {"role": "user", "content": RESULTS.format(results="\n".join(results), task=task)}
-            )
-            results = []
+        if pending:
+            out.append(_results_turn(results, task))
+            pending = False
         if m.role == "assistant":
+            for c in m.tool_calls:
+                args = json.dumps(c.arguments, ensure_ascii=False)
+                calls[c.id] = f"{c.name}({args})"
             out.append({"role": "assistant", "content": render_call_reply(m)})
         elif m.role == "user":
             out.append({"role": "user", "content": m.content})
-    if results:
-        out.append(
-            {"role": "user", "content": RESULTS.format(results="\n".join(results), task=task)}
-        )
+    if pending:
+        out.append(_results_turn(results, task))
     return out
+
+
+def _results_turn(results: list[str], task: str) -> dict[str, str]:
+    return {"role": "user", "content": RESULTS.format(results="\n".join(results), task=task)}
