@@ -26,7 +26,7 @@ from bigloop.atoms.models.base import (
 )
 from bigloop.atoms.models.prompts import ANSWER_NOW
 from bigloop.atoms.tool import Tool
-from bigloop.schedule.call import CallResult, call_key, call_tools, copied_examples
+from bigloop.schedule.call import CallResult, call_key, call_tools, prepare_call
 from bigloop.schedule.select import rank_tools
 from bigloop.trace.records import RunResult, RunStatus, Step
 from bigloop.trace.store import TraceStore
@@ -210,10 +210,11 @@ class Loop:
                 yield step
 
     async def _call(self, state: _State, calls: list[ToolCall]) -> AsyncIterator[Step]:
+        rejected = self._prepare(state, calls)
         state.answer_only = all(call_key(c) in state.done_calls for c in calls)
         seen = state.done_calls | state.failed_calls
         fresh = [c for c in calls if call_key(c) not in seen]
-        results = {id(r.call): r for r in self._ungrounded(state, fresh)}
+        results = {id(r.call): r for r in rejected}
         runnable = [c for c in fresh if id(c) not in results]
         results.update({id(r.call): r for r in await call_tools(runnable, self.tools)})
         for call in calls:
@@ -246,15 +247,18 @@ class Loop:
                 f"(limit {self.budget.max_repairs})."
             )
 
-    def _ungrounded(self, state: _State, calls: list[ToolCall]) -> list[CallResult]:
-        """Calls whose string arguments were copied from the tool's docs, not the task."""
+    def _prepare(self, state: _State, calls: list[ToolCall]) -> list[CallResult]:
+        """Adapt each call in place (`prepare_call`); the ones with problems become results
+        that tell the model what to fix, and are not made."""
         specs = {s.name: s for s in self.specs}
         context = "\n".join(m.content for m in state.messages if m.role in ("user", "tool"))
         rejected = []
         for call in calls:
-            if call.name in specs and (
-                problems := copied_examples(call, specs[call.name], context)
-            ):
+            if call.name not in specs:
+                continue
+            adapted, problems = prepare_call(call, specs[call.name], context)
+            call.arguments = adapted.arguments
+            if problems:
                 rejected.append(
                     CallResult(
                         call=call,

@@ -88,3 +88,16 @@ def test_file_lookup(embedded: LocalModel, tmp_path: Path) -> None:
     reads = [s.input for s in result.tool_steps if s.name == "read_file" and s.error is None]
     assert {"path": "notes.txt"} in reads
     assert "4721" in (result.answer or "")
+
+
+def test_readme_example(embedded: LocalModel) -> None:
+    import re
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    code = re.search(r"## In Python\n\n```python\n(.*?)```", readme, re.DOTALL)
+    assert code is not None
+    namespace: dict[str, object] = {}
+    exec(compile(code.group(1), "README.md", "exec"), namespace)
+    result = namespace["result"]
+    assert "500" in (result.answer or "")  # type: ignore[attr-defined]
+    assert [s.name for s in result.tool_steps][:2] == ["stock_price", "calculator"]  # type: ignore[attr-defined]

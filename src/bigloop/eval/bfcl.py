@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bigloop._errors import ModelUnavailable
-from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec, Usage
+from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCall, ToolSpec, Usage
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.parse import parse_reply
 from bigloop.eval.bfcl_data import Case
 from bigloop.eval.bfcl_score import score
-from bigloop.schedule.adapt import coerce
-from bigloop.schedule.call import schema_problems
+from bigloop.schedule.call import prepare_call, schema_problems
 
 Mode = Literal["raw", "loop"]
 SETTINGS = ModelSettings(temperature=0.0, max_tokens=256)
@@ -106,6 +105,7 @@ async def _loop_calls(
     """Ask, adapt, validate; on a problem tell the model exactly what was wrong and ask again."""
     tools = {t.name: t for t in case.tools}
     messages = _messages(case)
+    context = "\n".join(m.content for m in messages)
     calls: list[tuple[str, Any]] = []
     for attempt in range(max_repairs + 1):
         response = await model.chat(messages, case.tools, SETTINGS)
@@ -114,16 +114,7 @@ async def _loop_calls(
         if response.error:
             problems = [response.error]
         else:
-            calls = [
-                (
-                    c.name,
-                    coerce(c.arguments, tools[c.name].parameters)
-                    if c.name in tools
-                    else c.arguments,
-                )
-                for c in response.tool_calls
-            ]
-            problems = _problems(calls, tools)
+            calls, problems = _prepare(response.tool_calls, tools, context)
         if not problems:
             return calls, attempt
         messages.append(Message(role="assistant", content=response.raw or response.text))
@@ -138,14 +129,22 @@ async def _loop_calls(
     return calls, max_repairs
 
 
-def _problems(calls: list[tuple[str, Any]], tools: dict[str, ToolSpec]) -> list[str]:
-    problems = []
-    for name, arguments in calls:
-        if name not in tools:
-            problems.append(f"{name!r} is not an available function ({', '.join(tools)})")
-        else:
-            problems += [f"{name}: {p}" for p in schema_problems(arguments, tools[name].parameters)]
-    return problems
+def _prepare(
+    calls: list[ToolCall], tools: dict[str, ToolSpec], context: str
+) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The loop's call checks (`prepare_call`), then strict schema validation."""
+    prepared: list[tuple[str, Any]] = []
+    problems: list[str] = []
+    for call in calls:
+        if call.name not in tools:
+            problems.append(f"{call.name!r} is not an available function ({', '.join(tools)})")
+            prepared.append((call.name, call.arguments))
+            continue
+        adapted, issues = prepare_call(call, tools[call.name], context)
+        issues += schema_problems(adapted.arguments, tools[call.name].parameters)
+        problems += [f"{call.name}: {issue}" for issue in issues]
+        prepared.append((call.name, adapted.arguments))
+    return prepared, problems
 
 
 def _messages(case: Case) -> list[Message]:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from bigloop._errors import ModelRetry, ToolFailure, UnknownTool
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.atoms.tool import Tool
+from bigloop.schedule.adapt import coerce
 
 Outcome = Literal["ok", "unknown_tool", "invalid_arguments", "tool_error", "repeated"]
 
@@ -104,3 +105,50 @@ def copied_examples(call: ToolCall, spec: ToolSpec, context: str) -> list[str]:
                     "from the request; use the request's values"
                 )
     return problems
+
+
+def drop_ungrounded_optionals(
+    arguments: Any, schema: dict[str, Any], context: str
+) -> tuple[Any, list[str]]:
+    """Omit optional string or number arguments whose value the conversation never mentions.
+
+    A value the user did not give, for a parameter they need not give, was invented by the
+    model ("unit": "cm" for a request in inches); the tool's own default is the better
+    guess. Returns the arguments to send and the names dropped.
+    """
+    if not isinstance(arguments, dict):
+        return arguments, []
+    optional = set(schema.get("properties", {})) - set(schema.get("required", []))
+    haystack = context.lower()
+    kept, dropped = {}, []
+    for name, value in arguments.items():
+        invented = (
+            name in optional
+            and isinstance(value, str | int | float)
+            and not isinstance(value, bool)
+            and _mention(value) not in haystack
+        )
+        if invented:
+            dropped.append(name)
+        else:
+            kept[name] = value
+    return kept, dropped
+
+
+def _mention(value: str | int | float) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).lower()
+
+
+def prepare_call(call: ToolCall, spec: ToolSpec, context: str) -> tuple[ToolCall, list[str]]:
+    """The loop's checks before a call is made, for any tool known by its schema.
+
+    Adapts value types to the schema, omits invented optional values, and reports
+    arguments copied from the tool's docs. Returns the call to make and the problems to
+    send back to the model (none: make the call).
+    """
+    arguments = coerce(call.arguments, spec.parameters)
+    arguments, _ = drop_ungrounded_optionals(arguments, spec.parameters, context)
+    adapted = ToolCall(id=call.id, name=call.name, arguments=arguments)
+    return adapted, copied_examples(adapted, spec, context)
