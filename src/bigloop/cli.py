@@ -274,6 +274,7 @@ def _step_line(step: Step) -> str:
 def _result_json(result: RunResult) -> dict[str, Any]:
     data = asdict(result)
     data["usage"]["total_tokens"] = result.usage.total_tokens
+    data.pop("messages", None)
     for step in data["steps"]:
         step.pop("message", None)
     return data

@@ -24,7 +24,7 @@ from bigloop.atoms.models.base import (
     ToolSpec,
     Usage,
 )
-from bigloop.atoms.models.prompts import ANSWER_NOW
+from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
 from bigloop.atoms.tool import Tool
 from bigloop.schedule.call import CallResult, call_key, call_tools, prepare_call
 from bigloop.schedule.select import rank_tools
@@ -98,9 +98,22 @@ class Loop:
         self.store = store
         self.config = config or {}
 
-    async def run(self, task: str, *, on_step: OnStep | None = None) -> RunResult:
-        """Run `task` to an answer or until the budget runs out."""
-        messages = [Message(role="system", content=self.system)] if self.system else []
+    async def run(
+        self,
+        task: str,
+        *,
+        history: list[Message] | None = None,
+        on_step: OnStep | None = None,
+    ) -> RunResult:
+        """Run `task` to an answer or until the budget runs out.
+
+        Args:
+            history: an earlier run's `messages`, to continue that conversation.
+        """
+        if history:
+            messages = list(history)
+        else:
+            messages = [Message(role="system", content=self.system)] if self.system else []
         messages.append(Message(role="user", content=task))
         state = _State(
             run_id=uuid.uuid4().hex[:12],
@@ -188,7 +201,7 @@ class Loop:
             specs = [] if state.answer_only else state.specs
             if state.answer_only:
                 state.messages.append(
-                    Message(role="user", content=ANSWER_NOW.format(task=state.task))
+                    Message(role="user", content=ANSWER_NOW.format(task=state.task), name=LOOP_NOTE)
                 )
                 state.answer_only = False
             response = await self.model.chat(state.messages, specs, self.settings)
@@ -295,7 +308,7 @@ class Loop:
                 f"The model's replies stayed invalid after "
                 f"{self.budget.max_repairs} corrections; last: {problem}"
             )
-        state.messages.append(Message(role="user", content=problem))
+        state.messages.append(Message(role="user", content=problem, name=LOOP_NOTE))
 
     def _check_budget(self, state: _State) -> None:
         b = self.budget
@@ -318,6 +331,7 @@ class Loop:
             error=error,
             steps=state.steps,
             usage=state.usage,
+            messages=state.messages,
         )
 
     def _config(self) -> dict[str, Any]:

@@ -28,12 +28,18 @@ _SECTION = re.compile(
 
 @dataclass(kw_only=True)
 class Tool:
-    """A deterministic callable atom with a strict input schema."""
+    """A deterministic callable atom with a strict input schema.
+
+    Made by `@tool` from a typed function (validated by pydantic), or by `Tool.from_schema`
+    for a callable known only by its JSON schema (validated by jsonschema): remote tools,
+    simulations, tools described by OpenAPI or MCP.
+    """
 
     name: str
     description: str
     fn: Callable[..., Any]
-    args_model: type[pydantic.BaseModel]
+    args_model: type[pydantic.BaseModel] | None = None
+    parameters: dict[str, Any] | None = None
     timeout_s: float = 30.0
     max_result_chars: int = 4000
     idempotent: bool = True
@@ -41,9 +47,23 @@ class Tool:
 
     @property
     def schema(self) -> dict[str, Any]:
-        """JSON schema of the arguments, without pydantic's titles."""
+        """JSON schema of the arguments (pydantic's titles left out)."""
+        if self.args_model is None:
+            return self.parameters or {"type": "object", "properties": {}}
         schema: dict[str, Any] = _strip_titles(self.args_model.model_json_schema())
         return schema
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        fn: Callable[..., Any],
+        **options: Any,
+    ) -> Tool:
+        """A tool from a JSON schema and a callable taking the arguments as keywords."""
+        return cls(name=name, description=description, fn=fn, parameters=parameters, **options)
 
     @property
     def card(self) -> AtomCard:
@@ -62,6 +82,14 @@ class Tool:
                 f"Arguments for {self.name!r} must be a JSON object, "
                 f"got {type(arguments).__name__}."
             )
+        if self.args_model is None:
+            from bigloop.schedule.call import schema_problems
+
+            if problems := schema_problems(arguments, self.schema):
+                raise InvalidArguments(
+                    f"Invalid arguments for {self.name!r}: " + "; ".join(problems)
+                )
+            return dict(arguments)
         try:
             model = self.args_model.model_validate(arguments)
         except pydantic.ValidationError as e:

@@ -26,6 +26,7 @@ from bigloop.atoms.models.parse import parse_reply
 from bigloop.eval.bfcl_data import Case
 from bigloop.eval.bfcl_score import score
 from bigloop.schedule.call import prepare_call, schema_problems
+from bigloop.schedule.select import rank_tools
 
 Mode = Literal["raw", "loop"]
 SETTINGS = ModelSettings(temperature=0.0, max_tokens=256)
@@ -106,9 +107,10 @@ async def _loop_calls(
     tools = {t.name: t for t in case.tools}
     messages = _messages(case)
     context = "\n".join(m.content for m in messages)
+    offered = rank_tools(case.messages[-1]["content"], case.tools)
     calls: list[tuple[str, Any]] = []
     for attempt in range(max_repairs + 1):
-        response = await model.chat(messages, case.tools, SETTINGS)
+        response = await model.chat(messages, offered, SETTINGS)
         usage.add(response.usage)
         raws.append(response.raw)
         if response.error:

@@ -42,6 +42,8 @@ class RunResult:
     error: str | None = None
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    messages: list[Message] = field(default_factory=list)
+    """The conversation at the end of the run: pass it as `history` to continue it."""
 
     @property
     def tool_steps(self) -> list[Step]:

@@ -74,7 +74,7 @@ class LocalModel:
         self,
         path: str | Path | None = None,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int | None = None,
         grammar: bool = True,
     ) -> None:

@@ -17,7 +17,8 @@ Reply with JSON only, in exactly one of two forms:
   to call one or more tools; put every independent call the task needs in the list.
 {{"answer": "<final answer>"}}
   when the tool results (or the conversation) contain what the user asked for.
-Take argument values from the user's request, not from the examples in descriptions.
+Take argument values from the user's request, not from the examples in descriptions; \
+give an optional argument only when the request states its value.
 Never compute by yourself what a tool can compute; never invent tools or arguments."""
 
 RESULTS = """\
@@ -25,6 +26,9 @@ Tool results so far for my request ({task}):
 {results}
 If they give what I asked for, reply {{"answer": "<the answer>"}} now; call another tool only \
 if something I asked for is still missing."""
+
+LOOP_NOTE = "bigloop"
+"""`Message.name` of user turns the loop itself writes (corrections, prompts to answer)."""
 
 ANSWER_NOW = "Using the results above, answer my request now: {task}"
 
@@ -59,7 +63,7 @@ def to_plain_chat(messages: list[Message], tools: list[ToolSpec]) -> list[dict[s
     tool calls, one user turn listing every result so far, as `call -> result`, with the
     request restated (small models lose track of both)."""
     system = "\n\n".join(m.content for m in messages if m.role == "system") or None
-    task = next((m.content for m in messages if m.role == "user"), "")
+    task = ""
     out = [{"role": "system", "content": tool_system_prompt(tools, system)}]
     calls: dict[str, str] = {}
     results: list[str] = []
@@ -79,6 +83,8 @@ def to_plain_chat(messages: list[Message], tools: list[ToolSpec]) -> list[dict[s
                 calls[c.id] = f"{c.name}({args})"
             out.append({"role": "assistant", "content": render_call_reply(m)})
         elif m.role == "user":
+            if m.name != LOOP_NOTE:
+                task = m.content
             out.append({"role": "user", "content": m.content})
     if pending:
         out.append(_results_turn(results, task))
