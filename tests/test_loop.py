@@ -273,3 +273,14 @@ def test_values_copied_from_the_tool_docs_are_sent_back() -> None:
         ScriptedModel([call("weather", city="San Francisco, CA"), answer("sunny")]), [weather]
     ).run_sync("Weather in San Francisco, CA?")
     assert [s.error for s in ok.tool_steps] == [None]
+
+
+def test_top_k_offers_only_the_most_relevant_tools() -> None:
+    seen: list[list[str]] = []
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        seen.append([t.name for t in tools])
+        return answer("ok")
+
+    Loop(FunctionModel(reply), [calculator, lookup], top_k=1).run_sync("weather in Oslo")
+    assert seen == [["lookup"]]

@@ -298,7 +298,7 @@ def eval_bfcl(
             "--category",
             "-c",
             help="BFCL category (repeatable), e.g. simple_python, "
-            "multiple, parallel, live_simple, irrelevance.",
+            "multiple, parallel, live_simple, irrelevance, multi_turn_base.",
         ),
     ],
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N cases.")] = None,
@@ -321,8 +321,7 @@ def eval_bfcl(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from bigloop._errors import UserError
-    from bigloop.eval.bfcl import Mode, results_path, run_category, summarize
-    from bigloop.eval.bfcl_data import load_cases
+    from bigloop.eval.bfcl import Mode, load_any, results_path, run_category, summarize
 
     bad = [m for m in mode if m not in ("raw", "loop")]
     if bad:
@@ -340,7 +339,7 @@ def eval_bfcl(
         disable=json_out,
     ) as progress:
         for cat in category:
-            cases = load_cases(cat, limit)
+            cases = load_any(cat, limit)
             for m in mode:
                 task = progress.add_task(f"{cat} · {m}", total=len(cases), acc="-")
                 hits = [0, 0]

@@ -71,6 +71,8 @@ class Loop:
         system: an optional system prompt placed before bigloop's own instructions.
         budget: step, token, time and repair limits.
         store: where steps are traced; None keeps the run in memory only.
+        top_k: offer the model only the k tools most relevant to the task (BM25); None
+            offers all, most relevant first.
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class Loop:
         settings: ModelSettings | None = None,
         store: TraceStore | None = None,
         config: dict[str, Any] | None = None,
+        top_k: int | None = None,
     ) -> None:
         names = [t.name for t in tools]
         if duplicates := {n for n in names if names.count(n) > 1}:
@@ -97,6 +100,7 @@ class Loop:
         self.settings = settings or ModelSettings()
         self.store = store
         self.config = config or {}
+        self.top_k = top_k
 
     async def run(
         self,
@@ -119,7 +123,7 @@ class Loop:
             run_id=uuid.uuid4().hex[:12],
             task=task,
             messages=messages,
-            specs=rank_tools(task, self.specs),
+            specs=rank_tools(task, self.specs)[: self.top_k],
         )
         if self.store:
             self.store.start_run(state.run_id, task, self.model.name, self._config())
@@ -151,7 +155,7 @@ class Loop:
             task=summary.task,
             messages=messages,
             steps=steps,
-            specs=rank_tools(summary.task, self.specs),
+            specs=rank_tools(summary.task, self.specs)[: self.top_k],
         )
         for s in steps:
             state.usage.add(

@@ -108,3 +108,21 @@ def test_interrupted_eval_resumes_without_rescoring(tmp_path: Path) -> None:
 def test_bad_category_is_a_clear_error() -> None:
     with pytest.raises(UserError, match="Unknown or unsupported BFCL category 'simple_rust'"):
         load_cases("simple_rust")
+
+
+def test_workers_run_cases_concurrently(tmp_path: Path) -> None:
+    active = [0, 0]
+
+    async def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        active[0] += 1
+        active[1] = max(active[1], active[0])
+        await asyncio.sleep(0.01)
+        active[0] -= 1
+        return json.dumps({"answer": "x"})
+
+    cases = load_cases("simple_python", 6)
+    results = asyncio.run(
+        run_category(cases, FunctionModel(reply), "loop", tmp_path / "r.jsonl", workers=3)
+    )
+    assert len(results) == 6
+    assert active[1] == 3

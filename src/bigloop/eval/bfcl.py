@@ -23,7 +23,7 @@ from bigloop._errors import ModelUnavailable
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCall, ToolSpec, Usage
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.parse import parse_reply
-from bigloop.eval.bfcl_data import Case
+from bigloop.eval.bfcl_data import MULTI_TURN, Case, load_cases
 from bigloop.eval.bfcl_score import score
 from bigloop.schedule.call import prepare_call, schema_problems
 from bigloop.schedule.select import rank_tools
@@ -169,8 +169,17 @@ def load_results(path: Path) -> dict[str, CaseResult]:
     return done
 
 
+def load_any(category: str, limit: int | None = None) -> list[Any]:
+    """Cases of any supported category, single- or multi-turn."""
+    if category in MULTI_TURN:
+        from bigloop.eval.bfcl_multi import load_multi_cases
+
+        return load_multi_cases(category, limit)
+    return load_cases(category, limit)
+
+
 async def run_category(
-    cases: list[Case],
+    cases: list[Any],
     model: ChatModel,
     mode: Mode,
     path: Path,
@@ -184,9 +193,14 @@ async def run_category(
     path.parent.mkdir(parents=True, exist_ok=True)
     gate = asyncio.Semaphore(max(1, workers))
 
-    async def one(case: Case) -> None:
+    async def one(case: Any) -> None:
         async with gate:
-            result = await run_case(case, model, mode)
+            if case.category in MULTI_TURN:
+                from bigloop.eval.bfcl_multi import run_multi_case
+
+                result = await run_multi_case(case, model, mode)
+            else:
+                result = await run_case(case, model, mode)
         with path.open("a") as f:
             f.write(json.dumps(asdict(result), ensure_ascii=False) + "\n")
         done[case.id] = result

@@ -30,6 +30,7 @@ from bigloop.eval.bfcl_data import MULTI_TURN, _read_jsonl, data_dir, to_json_sc
 from bigloop.loop import Budget, Loop
 
 STEPS_PER_TURN = 6
+TOP_K = 10  # loop mode offers the 10 functions most relevant to each turn's request
 MORE_FUNCTIONS = "I have updated some more functions you can choose from. What about now?"
 
 
@@ -189,7 +190,13 @@ async def _loop_turn(
     request: str,
     usage: Usage,
 ) -> tuple[list[list[str]], list[Message], int]:
-    loop = Loop(model, sim.tools(docs), budget=Budget(max_steps=STEPS_PER_TURN), settings=SETTINGS)
+    loop = Loop(
+        model,
+        sim.tools(docs),
+        budget=Budget(max_steps=STEPS_PER_TURN),
+        settings=SETTINGS,
+        top_k=TOP_K,
+    )
     result = await loop.run(request, history=history)
     usage.add(result.usage)
     steps: list[list[str]] = []
