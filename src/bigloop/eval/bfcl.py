@@ -45,6 +45,8 @@ class CaseResult:
     seconds: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    prompt_seconds: float = 0.0
+    generation_seconds: float = 0.0
     error: str | None = None
     raw: list[str] = field(default_factory=list)
 
@@ -78,6 +80,8 @@ async def run_case(case: Case, model: ChatModel, mode: Mode, max_repairs: int = 
         seconds=time.perf_counter() - start,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
+        prompt_seconds=usage.prompt_seconds,
+        generation_seconds=usage.generation_seconds,
         error=error,
         raw=raws,
     )
@@ -233,5 +237,8 @@ def summarize(results: list[CaseResult]) -> dict[str, Any]:
         "p95_s": seconds[min(n - 1, int(n * 0.95))],
         "prompt_tokens": sum(r.prompt_tokens for r in results),
         "completion_tokens": sum(r.completion_tokens for r in results),
+        "prompt_s": sum(r.prompt_seconds for r in results),
+        "generation_s": sum(r.generation_seconds for r in results),
+        "total_s": sum(r.seconds for r in results),
         "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])),
     }

@@ -177,6 +177,8 @@ async def run_multi_case(case: MultiCase, model: ChatModel, mode: Mode) -> CaseR
         seconds=time.perf_counter() - start,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
+        prompt_seconds=usage.prompt_seconds,
+        generation_seconds=usage.generation_seconds,
         error=error,
         raw=raws,
     )

@@ -49,9 +49,14 @@ class Message:
 
 @dataclass(kw_only=True)
 class Usage:
+    """Tokens and seconds. Local models also split the seconds into prompt processing and
+    generation (`prompt_seconds`, `generation_seconds`; 0 when the backend does not say)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    prompt_seconds: float = 0.0
+    generation_seconds: float = 0.0
 
     @property
     def total_tokens(self) -> int:
@@ -61,6 +66,8 @@ class Usage:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.seconds += other.seconds
+        self.prompt_seconds += other.prompt_seconds
+        self.generation_seconds += other.generation_seconds
 
 
 @dataclass(kw_only=True)

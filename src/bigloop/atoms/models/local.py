@@ -147,7 +147,10 @@ class LocalModel:
         tools: list[dict[str, Any]] | None = None,
     ) -> tuple[str, Usage]:
         """One blocking chat completion; the raw text and its usage."""
+        import llama_cpp
+
         llama = self.llama()
+        llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
         start = time.perf_counter()
         try:
             out = llama.create_chat_completion(
@@ -160,12 +163,16 @@ class LocalModel:
             )
         except ValueError as e:  # llama.cpp reports a prompt longer than n_ctx this way
             raise ModelUnavailable(f"{self.name}: {e}") from None
+        seconds = time.perf_counter() - start
+        perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
         usage = out.get("usage") or {}
         text = out["choices"][0]["message"].get("content") or ""
         return text, Usage(
             prompt_tokens=usage.get("prompt_tokens", 0),
             completion_tokens=usage.get("completion_tokens", 0),
-            seconds=time.perf_counter() - start,
+            seconds=seconds,
+            prompt_seconds=perf.t_p_eval_ms / 1000,
+            generation_seconds=perf.t_eval_ms / 1000,
         )
 
     async def chat(
