@@ -19,9 +19,9 @@ fi
 # A trimmed llama.cpp build: ~6 minutes on 2 cores instead of ~15.
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF}"
 echo "bigloop setup: installing into $VENV (the first time compiles llama.cpp, ~6 min)..." >&2
-"$VENV/bin/python" -m pip install --quiet -e ".[local,eval,dev]"
+"$VENV/bin/python" -m pip install --quiet -e ".[local,eval,ray,dev]"
 # BFCL ships its data and checker; --no-deps avoids every vendor SDK it lists.
-"$VENV/bin/python" -m pip install --quiet --no-deps "bfcl-eval==2026.3.23"
+"$VENV/bin/python" -m pip install --quiet --no-deps --no-warn-conflicts "bfcl-eval==2026.3.23"
 
 echo "$want" > "$STAMP"
 echo "bigloop setup: done" >&2

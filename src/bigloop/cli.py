@@ -167,22 +167,11 @@ def _store(path: Path | None) -> TraceStore:
 
 
 def _model(config: dict[str, Any]) -> ChatModel:
-    from bigloop.atoms.models.local import LocalModel
-    from bigloop.atoms.models.openai_compat import OpenAIModel
+    from bigloop.atoms.models.spec import ModelSpec
 
-    name = config.get("model") or "embedded"
-    if config.get("base_url"):
-        return OpenAIModel(name, base_url=config["base_url"])
-    if name == "embedded":
-        return LocalModel()
-    if name.endswith(".gguf"):
-        return LocalModel(name)
-    from bigloop._errors import UserError
-
-    raise UserError(
-        f"--model {name!r}: use 'embedded', a .gguf file, or a model name "
-        "with --base-url URL for an OpenAI-compatible server."
-    )
+    return ModelSpec(
+        name=config.get("model") or "embedded", base_url=config.get("base_url")
+    ).build()
 
 
 def _tools(config: dict[str, Any]) -> list[Tool]:
@@ -313,6 +302,14 @@ def eval_bfcl(
     out: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path(
         "bench/results/bfcl"
     ),
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Run cases on the Ray cluster at this address (host:port); "
+            "each of --workers loads its own model.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Score raw model vs loop on BFCL with BFCL's own checker. Resumable: rerun to continue."""
@@ -326,7 +323,10 @@ def eval_bfcl(
     bad = [m for m in mode if m not in ("raw", "loop")]
     if bad:
         raise UserError(f"--mode {bad[0]!r}: use raw or loop.")
-    chosen = _model({"model": model, "base_url": base_url})
+    from bigloop.atoms.models.spec import ModelSpec
+
+    spec = ModelSpec(name=model, base_url=base_url)
+    chosen = spec.build()
     report: dict[str, dict[str, Any]] = {}
     console = _console(stderr=True)
     with Progress(
@@ -358,6 +358,7 @@ def eval_bfcl(
                         path,
                         workers=workers,
                         on_result=tick,
+                        ray=(ray_address, spec) if ray_address else None,
                     )
                 )
                 report.setdefault(cat, {})[m] = summarize(results)

@@ -23,6 +23,7 @@ from bigloop._errors import ModelUnavailable
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCall, ToolSpec, Usage
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.parse import parse_reply
+from bigloop.atoms.models.spec import ModelSpec
 from bigloop.eval.bfcl_data import MULTI_TURN, Case, load_cases
 from bigloop.eval.bfcl_score import score
 from bigloop.schedule.call import prepare_call, schema_problems
@@ -182,6 +183,15 @@ def load_any(category: str, limit: int | None = None) -> list[Any]:
     return load_cases(category, limit)
 
 
+async def run_one(case: Any, model: ChatModel, mode: Mode) -> CaseResult:
+    """Run one case of any category."""
+    if case.category in MULTI_TURN:
+        from bigloop.eval.bfcl_multi import run_multi_case
+
+        return await run_multi_case(case, model, mode)
+    return await run_case(case, model, mode)
+
+
 async def run_category(
     cases: list[Any],
     model: ChatModel,
@@ -190,31 +200,43 @@ async def run_category(
     *,
     workers: int = 1,
     on_result: Callable[[CaseResult], None] | None = None,
+    ray: tuple[str, ModelSpec] | None = None,
 ) -> list[CaseResult]:
-    """Run the cases not yet in `path`, appending each result as it completes."""
+    """Run the cases not yet in `path`, appending each result as it completes.
+
+    Args:
+        workers: cases run at once (in this process, or Ray workers with `ray`).
+        ray: (cluster address, model spec) to run the cases on a Ray cluster instead.
+    """
     done = load_results(path)
     todo = [c for c in cases if c.id not in done]
     path.parent.mkdir(parents=True, exist_ok=True)
     gate = asyncio.Semaphore(max(1, workers))
 
-    async def one(case: Any) -> None:
-        async with gate:
-            if case.category in MULTI_TURN:
-                from bigloop.eval.bfcl_multi import run_multi_case
-
-                result = await run_multi_case(case, model, mode)
-            else:
-                result = await run_case(case, model, mode)
+    def record(result: CaseResult) -> None:
         with path.open("a") as f:
             f.write(json.dumps(asdict(result), ensure_ascii=False) + "\n")
-        done[case.id] = result
+        done[result.id] = result
         if on_result:
             on_result(result)
+
+    async def one(case: Any) -> None:
+        async with gate:
+            result = await run_one(case, model, mode)
+        record(result)
 
     for case in cases:
         if case.id in done and on_result:
             on_result(done[case.id])
-    await asyncio.gather(*(one(c) for c in todo))
+    if ray is not None:
+        from bigloop.eval.distributed import run_on_ray
+
+        address, spec = ray
+        await asyncio.to_thread(
+            run_on_ray, address, spec, todo, mode, workers, lambda row: record(CaseResult(**row))
+        )
+    else:
+        await asyncio.gather(*(one(c) for c in todo))
     return [done[c.id] for c in cases]
 
 

@@ -1,0 +1,36 @@
+"""Models named by a small, picklable spec: what the CLI and remote workers build from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bigloop._errors import UserError
+from bigloop.atoms.models.base import ChatModel
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """`name` is "embedded", a .gguf path, or a server's model name with `base_url`."""
+
+    name: str = "embedded"
+    base_url: str | None = None
+
+    def build(self) -> ChatModel:
+        """The model this spec names (the embedded one is loaded on first use).
+
+        Raises:
+            UserError: the name is neither "embedded", a .gguf file, nor paired with a URL.
+        """
+        from bigloop.atoms.models.local import LocalModel
+        from bigloop.atoms.models.openai_compat import OpenAIModel
+
+        if self.base_url:
+            return OpenAIModel(self.name, base_url=self.base_url)
+        if self.name == "embedded":
+            return LocalModel()
+        if self.name.endswith(".gguf"):
+            return LocalModel(self.name)
+        raise UserError(
+            f"--model {self.name!r}: use 'embedded', a .gguf file, or a model name "
+            "with --base-url URL for an OpenAI-compatible server."
+        )
