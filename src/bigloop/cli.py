@@ -377,8 +377,8 @@ def _bfcl_markdown(report: dict[str, dict[str, Any]], model_name: str) -> str:
         f"BFCL (bfcl-eval 2026.3.23), model: {model_name}",
         "",
         "| category | mode | N | accuracy | valid calls | repaired | p50 s | p95 s | prompt tok "
-        "| completion tok | top errors |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| completion tok | prompt s | generation s | top errors |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cat, modes in report.items():
         for m, s in modes.items():
@@ -388,6 +388,7 @@ def _bfcl_markdown(report: dict[str, dict[str, Any]], model_name: str) -> str:
             lines.append(
                 f"| {cat} | {m} | {s['cases']} | {s['accuracy']:.0%} | {s['valid_call_rate']:.0%} "
                 f"| {s['repaired']} | {s['p50_s']:.1f} | {s['p95_s']:.1f} | {s['prompt_tokens']} "
-                f"| {s['completion_tokens']} | {errors} |"
+                f"| {s['completion_tokens']} | {s['prompt_s']:.0f} | {s['generation_s']:.0f} "
+                f"| {errors} |"
             )
     return "\n".join(lines) + "\n"

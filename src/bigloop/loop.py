@@ -27,7 +27,7 @@ from bigloop.atoms.models.base import (
 from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
 from bigloop.atoms.tool import Tool
 from bigloop.schedule.call import CallResult, call_key, call_tools, prepare_call
-from bigloop.schedule.select import rank_tools
+from bigloop.schedule.select import relevant_tools
 from bigloop.trace.records import RunResult, RunStatus, Step
 from bigloop.trace.store import TraceStore
 
@@ -123,7 +123,7 @@ class Loop:
             run_id=uuid.uuid4().hex[:12],
             task=task,
             messages=messages,
-            specs=rank_tools(task, self.specs)[: self.top_k],
+            specs=relevant_tools(task, self.specs)[: self.top_k],
         )
         if self.store:
             self.store.start_run(state.run_id, task, self.model.name, self._config())
@@ -155,7 +155,7 @@ class Loop:
             task=summary.task,
             messages=messages,
             steps=steps,
-            specs=rank_tools(summary.task, self.specs)[: self.top_k],
+            specs=relevant_tools(summary.task, self.specs)[: self.top_k],
         )
         for s in steps:
             state.usage.add(

@@ -27,7 +27,7 @@ from bigloop.atoms.models.spec import ModelSpec
 from bigloop.eval.bfcl_data import MULTI_TURN, Case, load_cases
 from bigloop.eval.bfcl_score import score
 from bigloop.schedule.call import prepare_call, schema_problems
-from bigloop.schedule.select import rank_tools
+from bigloop.schedule.select import relevant_tools
 
 Mode = Literal["raw", "loop"]
 SETTINGS = ModelSettings(temperature=0.0, max_tokens=256)
@@ -112,7 +112,7 @@ async def _loop_calls(
     tools = {t.name: t for t in case.tools}
     messages = _messages(case)
     context = "\n".join(m.content for m in messages)
-    offered = rank_tools(case.messages[-1]["content"], case.tools)
+    offered = relevant_tools(case.messages[-1]["content"], case.tools)
     calls: list[tuple[str, Any]] = []
     for attempt in range(max_repairs + 1):
         response = await model.chat(messages, offered, SETTINGS)

@@ -55,3 +55,25 @@ def rank_tools(
     scores = [score(d) for d in docs]
     order = sorted(range(n), key=lambda i: (-scores[i], i))
     return [tools[i] for i in order]
+
+
+def relevant_tools(query: str, tools: list[ToolSpec], min_terms: int = 3) -> list[ToolSpec]:
+    """`tools` ranked by relevance, or none when the request is clearly about something else.
+
+    A request with at least `min_terms` content words, none of which appears in any tool's
+    name, description or parameters, gets no tools: the model then answers instead of
+    forcing an unrelated call. Shorter requests (or ones in a script the word splitter does
+    not read) always get every tool.
+    """
+    wanted = {t for t in terms(query) if not t.isdigit()}
+    if len(wanted) >= min_terms:
+        vocabulary = {t for spec in tools for t in terms(tool_text(spec) + " " + _param_text(spec))}
+        if not wanted & vocabulary:
+            return []
+    return rank_tools(query, tools)
+
+
+def _param_text(spec: ToolSpec) -> str:
+    import json
+
+    return json.dumps(spec.parameters, ensure_ascii=False)
