@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from bigloop import ToolSpec
-from bigloop.schedule.select import rank_tools
+from bigloop.schedule.select import rank_tools, relevant_tools
 
 TOOLS = [
     ToolSpec(name="calculator", description="Evaluate an arithmetic expression."),
@@ -24,3 +24,11 @@ def test_most_relevant_tool_first_ties_keep_order() -> None:
         "convert_units",
         "sql_query",
     ]
+
+
+def test_relevance_gate_offers_no_tools_for_unrelated_requests() -> None:
+    unrelated = "Tell me about the history of the Roman empire and its famous emperors"
+    assert relevant_tools(unrelated, TOOLS) == []
+    assert relevant_tools("Query the database for orders", TOOLS)[0].name == "sql_query"
+    assert len(relevant_tools("What is 2 + 2?", TOOLS)) == 3, "short requests keep every tool"
+    assert len(relevant_tools("上海的天气怎么样", TOOLS)) == 3, "unreadable words: no gate"

@@ -51,6 +51,27 @@ class CaseResult:
     error: str | None = None
     raw: list[str] = field(default_factory=list)
 
+    @classmethod
+    def measured(
+        cls, case: Any, mode: str, usage: Usage, start: float, *, error: str | None, **fields: Any
+    ) -> CaseResult:
+        """A result with the case's identity, the usage's tokens and seconds since `start`;
+        a model error overrides the checker's error type."""
+        if error is not None:
+            fields["error_type"] = "model_error"
+        return cls(
+            id=case.id,
+            category=case.category,
+            mode=mode,
+            error=error,
+            seconds=time.perf_counter() - start,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            prompt_seconds=usage.prompt_seconds,
+            generation_seconds=usage.generation_seconds,
+            **fields,
+        )
+
 
 async def run_case(case: Case, model: ChatModel, mode: Mode, max_repairs: int = 2) -> CaseResult:
     """Run and score one case; a failing model is a failed case, never a crash."""
@@ -69,21 +90,17 @@ async def run_case(case: Case, model: ChatModel, mode: Mode, max_repairs: int = 
     tools = {t.name: t for t in case.tools}
     valid_calls = all(n in tools and not schema_problems(a, tools[n].parameters) for n, a in calls)
     result = score(case, calls)
-    return CaseResult(
-        id=case.id,
-        category=case.category,
-        mode=mode,
+    return CaseResult.measured(
+        case,
+        mode,
+        usage,
+        start,
         valid=result.valid,
-        error_type=result.error_type if error is None else "model_error",
+        error_type=result.error_type,
+        error=error,
         calls=[[n, a] for n, a in calls],
         valid_calls=valid_calls,
         repairs=repairs,
-        seconds=time.perf_counter() - start,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        prompt_seconds=usage.prompt_seconds,
-        generation_seconds=usage.generation_seconds,
-        error=error,
         raw=raws,
     )
 

@@ -165,21 +165,17 @@ async def run_multi_case(case: MultiCase, model: ChatModel, mode: Mode) -> CaseR
         error = str(e)
         decoded += [[] for _ in range(len(case.turns) - len(decoded))]
     valid, error_type = await asyncio.to_thread(score_multi, case, decoded)
-    return CaseResult(
-        id=case.id,
-        category=case.category,
-        mode=mode,
+    return CaseResult.measured(
+        case,
+        mode,
+        usage,
+        start,
         valid=valid,
-        error_type=error_type if error is None else "model_error",
+        error_type=error_type,
+        error=error,
         calls=[[json.dumps(step)] for turn in decoded for step in turn],
         valid_calls=True,
         repairs=repairs,
-        seconds=time.perf_counter() - start,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        prompt_seconds=usage.prompt_seconds,
-        generation_seconds=usage.generation_seconds,
-        error=error,
         raw=raws,
     )
 
