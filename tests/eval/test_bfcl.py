@@ -126,3 +126,25 @@ def test_workers_run_cases_concurrently(tmp_path: Path) -> None:
     )
     assert len(results) == 6
     assert active[1] == 3
+
+
+def test_two_runs_cannot_write_one_results_file(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    cases = load_cases("simple_python", 1)
+
+    async def both() -> None:
+        slow_started = asyncio.Event()
+
+        async def slow(messages: list[Message], tools: list[ToolSpec]) -> str:
+            slow_started.set()
+            await asyncio.sleep(0.05)
+            return json.dumps({"answer": "x"})
+
+        first = asyncio.create_task(run_category(cases, FunctionModel(slow), "raw", path))
+        await slow_started.wait()
+        with pytest.raises(UserError, match="Another eval is writing"):
+            await run_category(cases, FunctionModel(slow), "raw", path)
+        await first
+
+    asyncio.run(both())
+    assert len(path.read_text().splitlines()) == 1

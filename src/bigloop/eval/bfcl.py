@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bigloop._errors import ModelUnavailable
+from bigloop._errors import ModelUnavailable, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCall, ToolSpec, Usage
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.parse import parse_reply
@@ -225,36 +225,61 @@ async def run_category(
         workers: cases run at once (in this process, or Ray workers with `ray`).
         ray: (cluster address, model spec) to run the cases on a Ray cluster instead.
     """
-    done = load_results(path)
-    todo = [c for c in cases if c.id not in done]
     path.parent.mkdir(parents=True, exist_ok=True)
-    gate = asyncio.Semaphore(max(1, workers))
+    with _exclusive(path):
+        done = load_results(path)
+        todo = [c for c in cases if c.id not in done]
+        gate = asyncio.Semaphore(max(1, workers))
 
-    def record(result: CaseResult) -> None:
-        with path.open("a") as f:
-            f.write(json.dumps(asdict(result), ensure_ascii=False) + "\n")
-        done[result.id] = result
-        if on_result:
-            on_result(result)
+        def record(result: CaseResult) -> None:
+            with path.open("a") as f:
+                f.write(json.dumps(asdict(result), ensure_ascii=False) + "\n")
+            done[result.id] = result
+            if on_result:
+                on_result(result)
 
-    async def one(case: Any) -> None:
-        async with gate:
-            result = await run_one(case, model, mode)
-        record(result)
+        async def one(case: Any) -> None:
+            async with gate:
+                result = await run_one(case, model, mode)
+            record(result)
 
-    for case in cases:
-        if case.id in done and on_result:
-            on_result(done[case.id])
-    if ray is not None:
-        from bigloop.eval.distributed import run_on_ray
+        for case in cases:
+            if case.id in done and on_result:
+                on_result(done[case.id])
+        if ray is not None:
+            from bigloop.eval.distributed import run_on_ray
 
-        address, spec = ray
-        await asyncio.to_thread(
-            run_on_ray, address, spec, todo, mode, workers, lambda row: record(CaseResult(**row))
-        )
-    else:
-        await asyncio.gather(*(one(c) for c in todo))
+            address, spec = ray
+            await asyncio.to_thread(
+                run_on_ray,
+                address,
+                spec,
+                todo,
+                mode,
+                workers,
+                lambda row: record(CaseResult(**row)),
+            )
+        else:
+            await asyncio.gather(*(one(c) for c in todo))
     return [done[c.id] for c in cases]
+
+
+def _exclusive(path: Path) -> Any:
+    """Hold a lock on `path` for this run: two runs appending to one file would score cases
+    twice.
+
+    Raises:
+        UserError: another run holds it.
+    """
+    import fcntl
+
+    handle = path.with_suffix(".lock").open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise UserError(f"Another eval is writing {path}; wait for it or use --out.") from None
+    return handle
 
 
 def summarize(results: list[CaseResult]) -> dict[str, Any]:
