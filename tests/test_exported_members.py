@@ -16,7 +16,6 @@ def test_exported_members() -> None:
         "InvalidArguments",
         "LocalModel",
         "Loop",
-        "MalformedCall",
         "Message",
         "ModelResponse",
         "ModelRetry",

@@ -3,15 +3,16 @@
 ```
 BigloopError
 ├── ModelRetry           the model can fix it: fed back to the model as an observation
+│                        (so is unreadable output: `ModelResponse.error`)
 │   ├── UnknownTool
-│   ├── InvalidArguments
-│   └── MalformedCall
+│   └── InvalidArguments
 ├── UserError            the developer using bigloop can fix it: fails fast, the fix in the message
 │   └── WeightsError
 └── RunFailure           the run cannot go on
     ├── BudgetExceeded
     ├── ModelUnavailable
-    └── ToolFailure      a tool raised or timed out (observed by the model, raised only if asked)
+    └── ToolFailure      a tool raised or timed out (`Tool.call` raises it; the loop shows
+                         it to the model as the call's result)
 ```
 
 Exceptions never log or print; callers decide what to show.
@@ -34,10 +35,6 @@ class UnknownTool(ModelRetry):
 
 class InvalidArguments(ModelRetry):
     """The arguments did not validate against the tool's schema."""
-
-
-class MalformedCall(ModelRetry):
-    """The model's output could not be read as a tool call or an answer."""
 
 
 class UserError(BigloopError):
