@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bigloop import LocalModel, Loop, TraceStore, tool
+from bigloop import LocalModel, Loop, ModelSettings, TraceStore, tool
 from bigloop.atoms.builtin import calculator, default_tools, file_tools, sqlite_tools
 
 RESULTS = Path(__file__).parent / "results"
@@ -72,7 +72,7 @@ def main() -> None:
             )
             start = time.perf_counter()
             plain, _ = model.complete_chat(
-                [{"role": "user", "content": task}], settings=Loop(model).settings
+                [{"role": "user", "content": task}], settings=ModelSettings()
             )
             plain_s = time.perf_counter() - start
             rows.append(

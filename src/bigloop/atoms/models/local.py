@@ -13,6 +13,7 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, Too
 from bigloop.atoms.models.parse import to_response
 from bigloop.atoms.models.prompts import to_plain_chat
 
+_GRAMMAR_CACHE = 32
 _LOADED: dict[tuple[str, int, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
 
@@ -84,7 +86,7 @@ class LocalModel:
         self._n_ctx = n_ctx
         self._n_threads = n_threads or os.cpu_count() or 2
         self._grammar = grammar
-        self._grammars: dict[str, Any] = {}
+        self._grammars: OrderedDict[str, Any] = OrderedDict()
         self._lock = asyncio.Lock()
         self._ids = itertools.count(1)
 
@@ -133,7 +135,12 @@ class LocalModel:
 
         schema = call_schema(tools)
         key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
+        if key in self._grammars:
+            self._grammars.move_to_end(key)
+        else:
+            # Bounded: an eval offers new tools every case and would otherwise keep them all.
+            while len(self._grammars) >= _GRAMMAR_CACHE:
+                self._grammars.popitem(last=False)
             # Not sorted: the grammar keeps property order, and "name" must come first.
             self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         return self._grammars[key]
