@@ -10,6 +10,7 @@ BigloopError
 │   └── WeightsError
 └── RunFailure           the run cannot go on
     ├── BudgetExceeded
+    ├── InputRequired    the loop must ask the user, and no one can answer now
     ├── ModelUnavailable
     └── ToolFailure      a tool raised or timed out (`Tool.call` raises it; the loop shows
                          it to the model as the call's result)
@@ -51,6 +52,16 @@ class RunFailure(BigloopError):
 
 class BudgetExceeded(RunFailure):
     """A step, token or time budget ran out."""
+
+
+class InputRequired(RunFailure):
+    """The loop needs an answer from the user and has no way to ask now (no `ask`
+    callback, or not interactive). The run stops with the question; resuming it with the
+    answer continues it."""
+
+    def __init__(self, question: str) -> None:
+        super().__init__(question)
+        self.question = question
 
 
 class ModelUnavailable(RunFailure):

@@ -12,9 +12,9 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
-from bigloop._errors import BudgetExceeded, RunFailure, UserError
+from bigloop._errors import BudgetExceeded, InputRequired, RunFailure, UserError
 from bigloop.atoms.models.base import (
     ChatModel,
     Message,
@@ -26,22 +26,54 @@ from bigloop.atoms.models.base import (
 )
 from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
 from bigloop.atoms.tool import Tool
-from bigloop.schedule.call import CallResult, call_key, call_tools, prepare_call
-from bigloop.schedule.select import relevant_tools
-from bigloop.trace.records import RunResult, RunStatus, Step
+from bigloop.schedule.call import CallResult, Outcome, call_key, call_tool, prepare_call
+from bigloop.schedule.clarify import AskFn, Clarify, ask_user
+from bigloop.schedule.graph import GraphPlanner, GraphState, restore
+from bigloop.schedule.select import choose_planner, relevant_tools
+from bigloop.trace.records import RunResult, RunStatus, Step, StepKind
 from bigloop.trace.store import TraceStore
 
 OnStep = Callable[[Step], None]
+PlannerName = Literal["react", "graph", "search", "auto"]
+
+
+class Planner(Protocol):
+    """A scheduling strategy: yields the run's steps until `state.answer` is set."""
+
+    name: str
+
+    def steps(self, loop: Loop, state: _State) -> AsyncIterator[Step]: ...
+
+
+class ReactPlanner:
+    """ReAct: one model turn chooses the next calls (several at once when independent),
+    their results come back, repeat until the answer."""
+
+    name = "react"
+
+    def steps(self, loop: Loop, state: _State) -> AsyncIterator[Step]:
+        return loop._react_steps(state)
 
 
 @dataclass(kw_only=True)
 class Budget:
-    """Limits of one run. `max_steps` counts model turns; `max_repairs` the model's
-    invalid replies and calls that are sent back to it for correction."""
+    """Limits of one run.
+
+    Attributes:
+        max_steps: model turns.
+        max_tokens: prompt + completion tokens.
+        max_seconds: wall time of the run.
+        max_cost: cost from the atoms' cards (`cost` per call, `cost_per_token`).
+        max_step_seconds: wall time of one model turn.
+        max_repairs: invalid replies and calls sent back to the model for correction
+            (repeated identical calls count too: runaway loops stop here).
+    """
 
     max_steps: int = 8
     max_tokens: int | None = None
     max_seconds: float | None = None
+    max_cost: float | None = None
+    max_step_seconds: float | None = None
     max_repairs: int = 3
 
 
@@ -60,6 +92,14 @@ class _State:
     done_calls: dict[str, str] = field(default_factory=dict)
     failed_calls: dict[str, str] = field(default_factory=dict)
     answer_only: bool = False
+    task_index: int = 0
+    pending: list[ToolCall] = field(default_factory=list)
+    intents: set[str] = field(default_factory=set)
+    inflight: dict[str, asyncio.Future[CallResult]] = field(default_factory=dict)
+    answers: list[str] = field(default_factory=list)
+    question: str | None = None
+    cost: float = 0.0
+    graph: GraphState = field(default_factory=GraphState)
 
 
 class Loop:
@@ -69,10 +109,18 @@ class Loop:
         model: any `ChatModel` (local, OpenAI-compatible, scripted).
         tools: the tools offered to the model.
         system: an optional system prompt placed before bigloop's own instructions.
-        budget: step, token, time and repair limits.
+        budget: step, token, cost, time and repair limits.
         store: where steps are traced; None keeps the run in memory only.
         top_k: offer the model only the k tools most relevant to the task (BM25); None
             offers all, most relevant first.
+        planner: "react" (a model turn per step), "graph" (plan a task graph, run it
+            concurrently, join; `GraphPlanner`), "search" (tree search over candidate
+            calls; `SearchPlanner`), "auto" (graph when the task lists several items,
+            else react), or a planner object.
+        clarify: when to ask the user instead of guessing an argument; None never asks.
+        ask: how to ask (returns the answer). Without it, a run that must ask stops with
+            status "input_required" and the question; `resume(run_id, answer=...)`
+            continues it.
     """
 
     def __init__(
@@ -86,10 +134,18 @@ class Loop:
         store: TraceStore | None = None,
         config: dict[str, Any] | None = None,
         top_k: int | None = None,
+        planner: PlannerName | Planner = "react",
+        clarify: Clarify | None = None,
+        ask: AskFn | None = None,
     ) -> None:
         names = [t.name for t in tools]
         if duplicates := {n for n in names if names.count(n) > 1}:
             raise UserError(f"Two tools share the name(s) {sorted(duplicates)}; rename one.")
+        if isinstance(planner, str) and planner not in ("react", "graph", "search", "auto"):
+            raise UserError(
+                f"Unknown planner {planner!r}; use react, graph, search or auto "
+                "(or pass a planner object)."
+            )
         self.model = model
         self.tools = {t.name: t for t in tools}
         self.specs = [
@@ -101,6 +157,9 @@ class Loop:
         self.store = store
         self.config = config or {}
         self.top_k = top_k
+        self.planner = planner
+        self.clarify = clarify
+        self.ask = ask
 
     async def run(
         self,
@@ -118,27 +177,34 @@ class Loop:
             messages = list(history)
         else:
             messages = [Message(role="system", content=self.system)] if self.system else []
-        messages.append(Message(role="user", content=task))
         state = _State(
             run_id=uuid.uuid4().hex[:12],
             task=task,
             messages=messages,
             specs=relevant_tools(task, self.specs)[: self.top_k],
+            task_index=len(messages),
         )
+        messages.append(Message(role="user", content=task))
+        planner = self._planner_for(task)
         if self.store:
-            self.store.start_run(state.run_id, task, self.model.name, self._config())
-        return await self._drive(state, [], on_step)
+            self.store.start_run(state.run_id, task, self.model.name, self._config(planner))
+        return await self._drive(state, planner, on_step)
 
     def run_sync(self, task: str, *, on_step: OnStep | None = None) -> RunResult:
         """`run` for code that is not async."""
         return asyncio.run(self.run(task, on_step=on_step))
 
-    async def resume(self, run_id: str, *, on_step: OnStep | None = None) -> RunResult:
+    async def resume(
+        self, run_id: str, *, answer: str | None = None, on_step: OnStep | None = None
+    ) -> RunResult:
         """Continue an interrupted run from its last completed step.
 
-        Completed tool calls are never repeated: the conversation is rebuilt from the
-        stored steps, and only calls the last model turn asked for but that never
-        completed are run.
+        Completed tool calls are never repeated: the state is rebuilt from the stored
+        steps, and only calls that never completed are run — except calls to tools that
+        are not idempotent, which are reported to the model instead of being repeated.
+
+        Args:
+            answer: the user's answer, for a run that stopped with "input_required".
 
         Raises:
             UserError: there is no store, or no such run.
@@ -148,42 +214,78 @@ class Loop:
         summary = self.store.run(run_id)
         steps = self.store.steps(summary.run_id)
         messages = [Message(role="system", content=self.system)] if self.system else []
-        messages.append(Message(role="user", content=summary.task))
-        messages += [s.message for s in steps if s.message is not None]
         state = _State(
             run_id=summary.run_id,
             task=summary.task,
             messages=messages,
             steps=steps,
             specs=relevant_tools(summary.task, self.specs)[: self.top_k],
+            task_index=len(messages),
+            intents=self.store.intents(summary.run_id),
         )
+        messages.append(Message(role="user", content=summary.task))
+        messages += [s.message for s in steps if s.message is not None]
         for s in steps:
             state.usage.add(
                 Usage(prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens)
             )
             if s.kind == "model":
                 state.model_turns += 1
-            elif s.error is None and s.message is not None:
+            elif s.kind == "tool" and s.error is None and s.message is not None:
                 state.done_calls[call_key(_call_of(s))] = s.message.content
         if summary.status == "ok":
             state.answer = summary.answer
             return self._result(state, "ok", None)
+        planner = self._planner_named(str(summary.config.get("planner", "react")))
+        if summary.status == "input_required" and answer is not None:
+            question = summary.error or ""
+            note = f"Answer to the question {question!r}: {answer}"
+            step = Step(
+                run_id=state.run_id,
+                index=len(state.steps),
+                kind="ask",
+                name="user",
+                input={"question": question},
+                output=answer,
+                message=Message(role="user", content=note, name=LOOP_NOTE),
+                started_at=time.time(),
+            )
+            self.store.add_step(step)
+            state.steps.append(step)
+            state.messages.append(step.message)  # type: ignore[arg-type]
+        if planner.name == "graph":
+            restore(state.steps, state)
+        else:
+            state.pending = _pending_calls(state.steps)
         self.store.mark_running(summary.run_id)
-        return await self._drive(state, _pending_calls(steps), on_step)
+        return await self._drive(state, planner, on_step)
 
-    async def _drive(
-        self, state: _State, pending: list[ToolCall], on_step: OnStep | None
-    ) -> RunResult:
+    def _planner_for(self, task: str) -> Planner:
+        if not isinstance(self.planner, str):
+            return self.planner
+        name = choose_planner(task) if self.planner == "auto" else self.planner
+        return self._planner_named(name)
+
+    def _planner_named(self, name: str) -> Planner:
+        if not isinstance(self.planner, str) and self.planner.name == name:
+            return self.planner
+        if name == "graph":
+            return GraphPlanner()
+        if name == "search":
+            from bigloop.schedule.search import SearchPlanner
+
+            return SearchPlanner()
+        return ReactPlanner()
+
+    async def _drive(self, state: _State, planner: Planner, on_step: OnStep | None) -> RunResult:
         status: RunStatus = "failed"
         error: str | None = None
         try:
-            async for step in self._steps(state, pending):
-                state.steps.append(step)
-                if self.store:
-                    self.store.add_step(step)
-                if on_step:
-                    on_step(step)
+            async for step in planner.steps(self, state):
+                self._record(state, step, on_step)
             status = "ok"
+        except InputRequired as e:
+            status, error, state.question = "input_required", e.question, e.question
         except BudgetExceeded as e:
             status, error = "budget_exceeded", str(e)
         except RunFailure as e:
@@ -192,11 +294,19 @@ class Loop:
             if self.store:
                 self.store.finish_run(state.run_id, "interrupted", None, "interrupted")
             raise
-        return self._result(state, status, error)
+        return self._result(state, status, error, planner.name)
 
-    async def _steps(self, state: _State, pending: list[ToolCall]) -> AsyncIterator[Step]:
-        """The loop itself: one model turn, then its tool calls, until an answer."""
-        if pending:
+    def _record(self, state: _State, step: Step, on_step: OnStep | None) -> None:
+        state.steps.append(step)
+        if self.store:
+            self.store.add_step(step)
+        if on_step:
+            on_step(step)
+
+    async def _react_steps(self, state: _State) -> AsyncIterator[Step]:
+        """ReAct: one model turn, then its tool calls, until an answer."""
+        if state.pending:
+            pending, state.pending = state.pending, []
             async for step in self._call(state, pending):
                 yield step
         while True:
@@ -208,9 +318,7 @@ class Loop:
                     Message(role="user", content=ANSWER_NOW.format(task=state.task), name=LOOP_NOTE)
                 )
                 state.answer_only = False
-            response = await self.model.chat(state.messages, specs, self.settings)
-            state.model_turns += 1
-            state.usage.add(response.usage)
+            response = await self._model_turn(state, state.messages, self.settings, specs)
             reply = _reply_message(response)
             state.messages.append(reply)
             yield self._model_step(state, response, reply)
@@ -226,74 +334,178 @@ class Loop:
             async for step in self._call(state, response.tool_calls):
                 yield step
 
-    async def _call(self, state: _State, calls: list[ToolCall]) -> AsyncIterator[Step]:
-        rejected = self._prepare(state, calls)
-        state.answer_only = all(call_key(c) in state.done_calls for c in calls)
-        seen = state.done_calls | state.failed_calls
-        fresh = [c for c in calls if call_key(c) not in seen]
-        results = {id(r.call): r for r in rejected}
-        runnable = [c for c in fresh if id(c) not in results]
-        results.update({id(r.call): r for r in await call_tools(runnable, self.tools)})
-        for call in calls:
-            result = results.get(id(call)) or _repeated(call, state)
-            if result.ok:
-                state.done_calls[call_key(call)] = result.output
-            elif result.outcome != "repeated":
-                state.failed_calls[call_key(call)] = result.output
-            message = Message(
-                role="tool", content=result.output, tool_call_id=call.id, name=call.name
-            )
-            state.messages.append(message)
-            yield Step(
-                run_id=state.run_id,
-                index=len(state.steps),
-                kind="tool",
-                name=call.name,
-                input=call.arguments,
-                output=result.output,
-                error=None if result.ok else result.outcome,
-                seconds=result.seconds,
-                message=message,
-                started_at=result.started_at,
-            )
-            if result.model_mistake or result.outcome == "repeated":
+    async def _model_turn(
+        self,
+        state: _State,
+        messages: list[Message],
+        settings: ModelSettings,
+        specs: list[ToolSpec] | None = None,
+    ) -> ModelResponse:
+        """One model turn, within the per-step time budget; counted in the run's usage."""
+        turn = self.model.chat(messages, specs or [], settings)
+        limit = self.budget.max_step_seconds
+        try:
+            response = await (asyncio.wait_for(turn, limit) if limit else turn)
+        except TimeoutError:
+            raise BudgetExceeded(f"A model turn took longer than {limit:g} s.") from None
+        state.model_turns += 1
+        state.usage.add(response.usage)
+        card = self.model.card
+        state.cost += card.cost + card.cost_per_token * response.usage.total_tokens
+        return response
+
+    async def _call(
+        self, state: _State, calls: list[ToolCall], *, repeats_are_mistakes: bool = True
+    ) -> AsyncIterator[Step]:
+        """Make one model turn's calls concurrently; yield their steps in the calls' order.
+
+        A call that must wait for the user's answer is recorded as an unanswered "ask"
+        step; the others complete and are recorded before the run stops to ask.
+        """
+        outcomes = await asyncio.gather(
+            *(self._call_one(state, c) for c in calls), return_exceptions=True
+        )
+        question = None
+        results = []
+        for call, outcome in zip(calls, outcomes, strict=True):
+            if isinstance(outcome, InputRequired):
+                question = question or outcome.question
+                output = f"Not called: waiting for the user's answer to: {outcome.question}"
+                state.messages.append(_tool_message(call, output))
+                yield self._step(state, "ask", call, output, None, "unanswered")
+                continue
+            if isinstance(outcome, BaseException):
+                raise outcome
+            results.append(outcome)
+            state.messages.append(_tool_message(call, outcome.output))
+            kind: StepKind = "ask" if outcome.outcome == "asked" else "tool"
+            error = None if outcome.ok or kind == "ask" else outcome.outcome
+            yield self._step(state, kind, call, outcome.output, outcome, error)
+            if outcome.model_mistake or (repeats_are_mistakes and outcome.outcome == "repeated"):
                 state.repairs += 1
+        if question is not None:
+            state.messages.append(Message(role="assistant", content=question))
+            raise InputRequired(question)
+        state.answer_only = all(r.outcome == "repeated" for r in results)
         if state.repairs > self.budget.max_repairs:
             raise BudgetExceeded(
                 f"The model made {state.repairs} invalid calls or replies "
                 f"(limit {self.budget.max_repairs})."
             )
 
-    def _prepare(self, state: _State, calls: list[ToolCall]) -> list[CallResult]:
-        """Adapt each call in place (`prepare_call`); the ones with problems become results
-        that tell the model what to fix, and are not made."""
-        specs = {s.name: s for s in self.specs}
-        context = "\n".join(m.content for m in state.messages if m.role in ("user", "tool"))
-        rejected = []
-        for call in calls:
-            if call.name not in specs:
-                continue
-            adapted, problems = prepare_call(call, specs[call.name], context)
+    def _step(
+        self,
+        state: _State,
+        kind: StepKind,
+        call: ToolCall,
+        output: str,
+        result: CallResult | None,
+        error: str | None,
+    ) -> Step:
+        return Step(
+            run_id=state.run_id,
+            index=len(state.steps),
+            kind=kind,
+            name=call.name,
+            input=call.arguments,
+            output=output,
+            error=error,
+            seconds=result.seconds if result else 0.0,
+            message=state.messages[-1],
+            started_at=result.started_at if result else time.time(),
+        )
+
+    async def _call_one(self, state: _State, call: ToolCall) -> CallResult:
+        """Check, adapt and make one call; never raises for a model or tool error.
+
+        Identical calls are made once (a repeat gets the first result); a call the
+        clarification policy flags is put to the user instead; a non-idempotent call that
+        a crash interrupted is not made again.
+        """
+        spec = next((s for s in self.specs if s.name == call.name), None)
+        if spec is not None:
+            context = self._context(state)
+            adapted, problems = prepare_call(call, spec, context)
             call.arguments = adapted.arguments
             if problems:
-                rejected.append(
-                    CallResult(
-                        call=call,
-                        outcome="invalid_arguments",
-                        output="Error: " + "; ".join(problems),
-                        seconds=0.0,
-                        started_at=time.time(),
-                    )
+                return _result(call, "invalid_arguments", "Error: " + "; ".join(problems))
+            if self.clarify and (question := self.clarify.question(call, spec, context)):
+                answer = await self._ask(state, question)
+                output = (
+                    f"Not called: I asked the user {question!r}; they answered {answer!r}. "
+                    "Call again with their answer."
                 )
-        return rejected
+                return _result(call, "asked", output)
+        key = call_key(call)
+        if key in state.done_calls:
+            return _result(call, "repeated", state.done_calls[key])
+        if key in state.failed_calls:
+            return _result(
+                call,
+                "repeated",
+                f"You already made this exact call and it failed ({state.failed_calls[key]}). "
+                "Use another tool or other arguments.",
+            )
+        if key in state.inflight:
+            first = await asyncio.shield(state.inflight[key])
+            return _result(call, "repeated", first.output)
+        tool = self.tools.get(call.name)
+        if tool is not None and not tool.idempotent:
+            if key in state.intents:
+                return _result(
+                    call,
+                    "tool_error",
+                    f"Error: this call to {call.name} was started before the run was "
+                    "interrupted, and its outcome is unknown. It was not repeated because "
+                    f"{call.name} is not idempotent; check its effect before calling again.",
+                )
+            state.intents.add(key)
+            if self.store:
+                self.store.add_intent(state.run_id, key)
+        future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
+        state.inflight[key] = future
+        try:
+            result = await call_tool(call, self.tools)
+        finally:
+            del state.inflight[key]
+        future.set_result(result)
+        if result.ok:
+            state.done_calls[key] = result.output
+        elif not result.model_mistake:
+            state.failed_calls[key] = result.output
+        if tool is not None:
+            state.cost += tool.card.cost
+        return result
 
-    def _model_step(self, state: _State, response: ModelResponse, reply: Message) -> Step:
+    async def _ask(self, state: _State, question: str) -> str:
+        if state.answers:
+            return state.answers.pop(0)
+        if self.ask is None:
+            raise InputRequired(question)
+        return await ask_user(self.ask, question)
+
+    def _context(self, state: _State) -> str:
+        texts = [m.content for m in state.messages if m.role in ("user", "tool")]
+        texts += state.graph.outputs.values()
+        return "\n".join(texts)
+
+    def _model_step(
+        self,
+        state: _State,
+        response: ModelResponse,
+        reply: Message,
+        *,
+        role: str | None = None,
+    ) -> Step:
+        info: dict[str, Any] = {"messages": len(state.messages) - 1, "tools": len(state.specs)}
+        if role:
+            info["role"] = role
         return Step(
             run_id=state.run_id,
             index=len(state.steps),
             kind="model",
             name=self.model.name,
-            input={"messages": len(state.messages) - 1, "tools": len(self.specs)},
+            input=info,
             output=response.raw
             or reply.content
             or [{"name": c.name, "arguments": c.arguments} for c in response.tool_calls],
@@ -306,13 +518,16 @@ class Loop:
         )
 
     def _repair(self, state: _State, problem: str) -> None:
+        self._repair_count(state, problem)
+        state.messages.append(Message(role="user", content=problem, name=LOOP_NOTE))
+
+    def _repair_count(self, state: _State, problem: str) -> None:
         state.repairs += 1
         if state.repairs > self.budget.max_repairs:
             raise BudgetExceeded(
                 f"The model's replies stayed invalid after "
                 f"{self.budget.max_repairs} corrections; last: {problem}"
             )
-        state.messages.append(Message(role="user", content=problem, name=LOOP_NOTE))
 
     def _check_budget(self, state: _State) -> None:
         b = self.budget
@@ -322,8 +537,12 @@ class Loop:
             raise BudgetExceeded(f"Token budget of {b.max_tokens} used up.")
         if b.max_seconds is not None and time.perf_counter() - state.started >= b.max_seconds:
             raise BudgetExceeded(f"Time budget of {b.max_seconds:g} s used up.")
+        if b.max_cost is not None and state.cost >= b.max_cost:
+            raise BudgetExceeded(f"Cost budget of {b.max_cost:g} used up ({state.cost:g}).")
 
-    def _result(self, state: _State, status: RunStatus, error: str | None) -> RunResult:
+    def _result(
+        self, state: _State, status: RunStatus, error: str | None, planner: str = "react"
+    ) -> RunResult:
         if self.store:
             self.store.finish_run(state.run_id, status, state.answer, error)
         state.usage.seconds = sum(s.seconds for s in state.steps if s.kind == "model")
@@ -336,10 +555,17 @@ class Loop:
             steps=state.steps,
             usage=state.usage,
             messages=state.messages,
+            question=state.question,
+            planner=planner,
         )
 
-    def _config(self) -> dict[str, Any]:
-        return {"tools": list(self.tools), "max_steps": self.budget.max_steps, **self.config}
+    def _config(self, planner: Planner) -> dict[str, Any]:
+        return {
+            "tools": list(self.tools),
+            "max_steps": self.budget.max_steps,
+            "planner": planner.name,
+            **self.config,
+        }
 
 
 def _reply_message(response: ModelResponse) -> Message:
@@ -348,18 +574,14 @@ def _reply_message(response: ModelResponse) -> Message:
     return Message(role="assistant", content=response.text, tool_calls=response.tool_calls)
 
 
-def _repeated(call: ToolCall, state: _State) -> CallResult:
-    key = call_key(call)
-    if key in state.done_calls:
-        output = state.done_calls[key]
-    else:
-        output = (
-            f"You already made this exact call and it failed ({state.failed_calls[key]}). "
-            "Use another tool or other arguments."
-        )
+def _result(call: ToolCall, outcome: Outcome, output: str) -> CallResult:
     return CallResult(
-        call=call, outcome="repeated", output=output, seconds=0.0, started_at=time.time()
+        call=call, outcome=outcome, output=output, seconds=0.0, started_at=time.time()
     )
+
+
+def _tool_message(call: ToolCall, output: str) -> Message:
+    return Message(role="tool", content=output, tool_call_id=call.id, name=call.name)
 
 
 def _call_of(step: Step) -> ToolCall:

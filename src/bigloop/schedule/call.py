@@ -15,7 +15,7 @@ from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.atoms.tool import Tool
 from bigloop.schedule.adapt import coerce
 
-Outcome = Literal["ok", "unknown_tool", "invalid_arguments", "tool_error", "repeated"]
+Outcome = Literal["ok", "unknown_tool", "invalid_arguments", "tool_error", "repeated", "asked"]
 
 
 @dataclass(kw_only=True)

@@ -77,3 +77,15 @@ def _param_text(spec: ToolSpec) -> str:
     import json
 
     return json.dumps(spec.parameters, ensure_ascii=False)
+
+
+_LIST = re.compile(
+    r"\b[\w.-]+(?:,\s*(?:and\s+|or\s+)?[\w.-]+){1,}|\b[A-Z][\w.-]*\s+(?:and|or|vs\.?)\s+[A-Z][\w.-]*"
+)
+
+
+def choose_planner(task: str) -> str:
+    """The planner `planner="auto"` uses: "graph" when the task names several items at once
+    (a comma list, or "X and Y" of capitalized names), which a task graph looks up
+    concurrently; "react" otherwise."""
+    return "graph" if _LIST.search(task) else "react"

@@ -7,13 +7,13 @@ from typing import Any, Literal
 
 from bigloop.atoms.models.base import Message, ToolCall, Usage
 
-StepKind = Literal["model", "tool"]
-RunStatus = Literal["running", "ok", "budget_exceeded", "failed", "interrupted"]
+StepKind = Literal["model", "tool", "ask"]
+RunStatus = Literal["running", "ok", "budget_exceeded", "failed", "interrupted", "input_required"]
 
 
 @dataclass(kw_only=True)
 class Step:
-    """One completed step: a model turn or a tool call.
+    """One completed step: a model turn, a tool call, or a question to the user ("ask").
 
     `message` is what the step added to the conversation; replaying the messages of a
     run's steps rebuilds its state, which is how an interrupted run resumes.
@@ -44,6 +44,10 @@ class RunResult:
     usage: Usage = field(default_factory=Usage)
     messages: list[Message] = field(default_factory=list)
     """The conversation at the end of the run: pass it as `history` to continue it."""
+    question: str | None = None
+    """With status "input_required": what the user must answer (`Loop.resume(run_id,
+    answer=...)` continues the run with it)."""
+    planner: str = "react"
 
     @property
     def tool_steps(self) -> list[Step]:

@@ -54,6 +54,12 @@ CREATE TABLE IF NOT EXISTS steps (
     started_at REAL NOT NULL,
     PRIMARY KEY (run_id, idx)
 );
+CREATE TABLE IF NOT EXISTS intents (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    call TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    PRIMARY KEY (run_id, call)
+);
 """
 
 
@@ -133,6 +139,20 @@ class TraceStore:
                     step.started_at,
                 ),
             )
+
+    def add_intent(self, run_id: str, call: str) -> None:
+        """Record, before it starts, a call that must not run twice (a non-idempotent tool).
+
+        A resume finds the intent without a completed step and does not call again.
+        """
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO intents VALUES (?, ?, ?)", (run_id, call, time.time())
+            )
+
+    def intents(self, run_id: str) -> set[str]:
+        rows = self._db.execute("SELECT call FROM intents WHERE run_id = ?", (run_id,))
+        return {r[0] for r in rows}
 
     def finish_run(
         self, run_id: str, status: RunStatus, answer: str | None, error: str | None

@@ -87,9 +87,18 @@ class ModelResponse:
 
 @dataclass(kw_only=True)
 class ModelSettings:
+    """Sampling settings of one model turn.
+
+    `response_schema` asks for structured output instead of tool calls: the reply is one
+    JSON value matching the schema (grammar-constrained on the local model, `response_format`
+    on a server), returned as `ModelResponse.text`, and the messages are sent as written,
+    without bigloop's tool prompt. Planners use it for plans and judgements.
+    """
+
     temperature: float = 0.0
     max_tokens: int = 512
     seed: int | None = 0
+    response_schema: dict[str, Any] | None = None
 
 
 @runtime_checkable

@@ -49,7 +49,10 @@ class FunctionModel:
             reply = await reply
         if isinstance(reply, ModelResponse):
             return reply
-        response = to_response(reply, self._ids)
+        if settings is not None and settings.response_schema is not None:
+            response = ModelResponse(text=reply, raw=reply)
+        else:
+            response = to_response(reply, self._ids)
         response.usage = Usage(
             prompt_tokens=sum(len(m.content.split()) for m in messages),
             completion_tokens=len(reply.split()),

@@ -131,9 +131,12 @@ class LocalModel:
             return _LOADED[key]
 
     def grammar_for(self, tools: list[ToolSpec]) -> Any:
+        return self.grammar_for_schema(call_schema(tools))
+
+    def grammar_for_schema(self, schema: dict[str, Any]) -> Any:
+        """A llama.cpp grammar accepting exactly the JSON values `schema` allows (cached)."""
         from llama_cpp.llama_grammar import LlamaGrammar
 
-        schema = call_schema(tools)
         key = json.dumps(schema, sort_keys=True)
         if key in self._grammars:
             self._grammars.move_to_end(key)
@@ -189,6 +192,8 @@ class LocalModel:
         settings: ModelSettings | None = None,
     ) -> ModelResponse:
         settings = settings or ModelSettings()
+        if settings.response_schema is not None:
+            return await self._structured(messages, settings, settings.response_schema)
         chat = to_plain_chat(messages, tools)
         async with self._lock:
             grammar = await asyncio.to_thread(self.grammar_for, tools) if self._grammar else None
@@ -198,6 +203,17 @@ class LocalModel:
         response = to_response(raw, self._ids)
         response.usage = usage
         return response
+
+    async def _structured(
+        self, messages: list[Message], settings: ModelSettings, schema: dict[str, Any]
+    ) -> ModelResponse:
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        async with self._lock:
+            grammar = await asyncio.to_thread(self.grammar_for_schema, schema)
+            raw, usage = await asyncio.to_thread(
+                self.complete_chat, chat, settings=settings, grammar=grammar
+            )
+        return ModelResponse(text=raw, raw=raw, usage=usage)
 
 
 def _grammar_safe(schema: dict[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,9 @@ class OpenAIModel:
         api_key: defaults to $OPENAI_API_KEY, or "none" for servers that ignore it.
         tool_mode: "native" sends `tools=`; "prompted" describes them in the system prompt.
         privacy: who receives the data ("local" for a server on this machine).
+        structured: how structured output (`ModelSettings.response_schema`) is asked for:
+            "json_schema" (OpenAI, vLLM) or "json_object" with a `schema` (llama.cpp's
+            server, Ollama).
     """
 
     def __init__(
@@ -47,6 +50,7 @@ class OpenAIModel:
         tool_mode: Literal["native", "prompted"] = "native",
         timeout_s: float = 120.0,
         privacy: str | None = None,
+        structured: Literal["json_schema", "json_object"] = "json_schema",
     ) -> None:
         self._model = model
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -59,6 +63,7 @@ class OpenAIModel:
         self._tool_mode = tool_mode
         self._privacy = privacy or _guess_privacy(self._base_url)
         self._ids = itertools.count(1)
+        self._structured = structured
 
     @property
     def name(self) -> str:
@@ -82,9 +87,19 @@ class OpenAIModel:
         import openai
 
         settings = settings or ModelSettings()
-        native = self._tool_mode == "native" and bool(tools)
-        chat = _to_openai(messages) if native else to_plain_chat(messages, tools)
+        schema = settings.response_schema
+        native = self._tool_mode == "native" and bool(tools) and schema is None
+        if schema is not None:
+            chat: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
+        else:
+            chat = _to_openai(messages) if native else to_plain_chat(messages, tools)
         extra: dict[str, Any] = {"tools": [t.to_openai() for t in tools]} if native else {}
+        if schema is not None:
+            extra["response_format"] = (
+                {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+                if self._structured == "json_schema"
+                else {"type": "json_object", "schema": schema}
+            )
         start = time.perf_counter()
         try:
             # One client per call: a client outliving its event loop leaks its sockets, and
@@ -92,7 +107,7 @@ class OpenAIModel:
             async with openai.AsyncOpenAI(**self._client_args) as client:
                 out = await client.chat.completions.create(
                     model=self._model,
-                    messages=chat,  # type: ignore[arg-type]
+                    messages=chat,
                     temperature=settings.temperature,
                     max_tokens=settings.max_tokens,
                     seed=settings.seed,
@@ -114,9 +129,12 @@ class OpenAIModel:
             ) from None
         seconds = time.perf_counter() - start
         choice = out.choices[0].message
-        response = _structured(choice.tool_calls, self._ids) or to_response(
-            choice.content or "", self._ids
-        )
+        if schema is not None:
+            response = ModelResponse(text=choice.content or "", raw=choice.content or "")
+        else:
+            response = _structured(choice.tool_calls, self._ids) or to_response(
+                choice.content or "", self._ids
+            )
         if out.usage:
             response.usage = Usage(
                 prompt_tokens=out.usage.prompt_tokens,

@@ -1,0 +1,290 @@
+"""The graph planner: plan a task graph in one model turn, run it concurrently, then join.
+
+After LLMCompiler: one model turn writes every call the task needs as a plan
+(`bigloop.schedule.plan`); the executor starts each step as soon as the steps it uses have
+finished, so independent lookups run at the same time, and streams every result as a
+`Step`; a joiner turn then answers from the results, or — when a step failed or came back
+empty — plans only what is missing, keeping every completed result (adaptive replanning).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
+
+from bigloop.atoms.models.base import Message, ModelSettings, Role, ToolCall
+from bigloop.atoms.models.prompts import LOOP_NOTE, describe_tools, to_plain_chat
+from bigloop.schedule.call import CallResult
+from bigloop.schedule.plan import InvalidPlan, Plan, PlanStep, is_empty, parse_plan, plan_schema
+from bigloop.schedule.plan import resolve as resolve_refs
+from bigloop.trace.records import Step
+
+if TYPE_CHECKING:
+    from bigloop.loop import Loop, _State
+
+PLAN_SYSTEM = """\
+You plan the tool calls that complete a task. Tools (name, description, arguments schema):
+{tools}
+
+Reply with JSON: {{"steps": [{{"tool": "<tool name>", "arguments": {{...}}}}, ...]}}
+The steps run at the same time, so write one step for each item, place or value the task \
+asks about. A step can use the result of step N by writing "$N" as an argument value \
+(steps are numbered from 1). Take values from the task, never from the descriptions.
+Example with other tools. Task: "What are the populations of Peru and Chile together?" \
+Plan: {{"steps": [{{"tool": "population", "arguments": {{"country": "Peru"}}}}, \
+{{"tool": "population", "arguments": {{"country": "Chile"}}}}, \
+{{"tool": "add", "arguments": {{"a": "$1", "b": "$2"}}}}]}}"""
+
+JOIN_SYSTEM = """\
+You answer a task from the results of tool calls made for it.
+Reply with JSON: {"answer": "<the final answer to the task, using the results>"}"""
+
+REPLAN_SYSTEM = """\
+You answer a task from the results of tool calls made for it. Some calls failed or came \
+back empty. Tools (name, description, arguments schema):
+{tools}
+
+Reply with JSON, one of:
+{{"answer": "<the final answer to the task, using the results>"}} if the results are enough;
+{{"steps": [...]}} with new tool calls for only what is missing; "$N" uses result N."""
+
+RESULTS = "Task: {task}\n\nResults:\n{results}"
+
+
+@dataclass(kw_only=True)
+class GraphState:
+    """A graph run's progress: every plan so far and each step's result."""
+
+    steps: dict[int, PlanStep] = field(default_factory=dict)
+    outputs: dict[int, str] = field(default_factory=dict)
+    failed: set[int] = field(default_factory=set)
+    calls: dict[int, ToolCall] = field(default_factory=dict)
+    replans: int = 0
+    note: str | None = None
+    last_reply: str = ""
+
+    @property
+    def next_id(self) -> int:
+        return max(self.steps, default=0) + 1
+
+    @property
+    def unfinished(self) -> list[PlanStep]:
+        return [s for s in self.steps.values() if s.id not in self.outputs]
+
+    @property
+    def troubled(self) -> list[int]:
+        return sorted(i for i, out in self.outputs.items() if i in self.failed or is_empty(out))
+
+    def add(self, plan: Plan) -> None:
+        self.steps.update({s.id: s for s in plan.steps})
+
+
+class GraphPlanner:
+    """Plan → run concurrently → join (answer or replan). `max_replans` bounds the replans
+    after failed or empty steps."""
+
+    name = "graph"
+
+    def __init__(self, *, max_replans: int = 2) -> None:
+        self.max_replans = max_replans
+
+    async def steps(self, loop: Loop, state: _State) -> AsyncIterator[Step]:
+        g = state.graph
+        while True:
+            if g.unfinished:
+                async for step in self._execute(loop, state):
+                    yield step
+            loop._check_budget(state)
+            planning = not g.steps
+            replan = bool(g.troubled) and g.replans < self.max_replans
+            messages = self._prompt(loop, state, planning=planning, replan=replan)
+            schema = plan_schema(state.specs, allow_answer=not planning)
+            if not (planning or replan):
+                schema = {
+                    "type": "object",
+                    "properties": {"answer": {"type": "string"}},
+                    "required": ["answer"],
+                }
+            settings = _with_schema(loop.settings, schema)
+            response = await loop._model_turn(state, messages, settings)
+            role = "plan" if planning else "join"
+            reply = Message(role="assistant", content=response.text, name=role)
+            yield loop._model_step(state, response, reply, role=role)
+            try:
+                parsed = parse_plan(
+                    response.text,
+                    {s.name: s for s in state.specs},
+                    first_id=g.next_id,
+                    done=g.outputs,
+                )
+            except InvalidPlan as e:
+                g.note, g.last_reply = str(e), response.text
+                loop._repair_count(state, str(e))
+                continue
+            g.note = None
+            if isinstance(parsed, str):
+                state.answer = parsed
+                self._record_history(state)
+                return
+            if not planning:
+                g.replans += 1
+            g.add(parsed)
+
+    def _prompt(self, loop: Loop, state: _State, *, planning: bool, replan: bool) -> list[Message]:
+        g = state.graph
+        tools = describe_tools(state.specs)
+        if planning:
+            system = PLAN_SYSTEM.format(tools=tools)
+            user = state.task
+        else:
+            system = REPLAN_SYSTEM.format(tools=tools) if replan else JOIN_SYSTEM
+            user = RESULTS.format(task=state.task, results=_render_results(g))
+        if loop.system:
+            system = f"{loop.system}\n\n{system}"
+        messages = [Message(role="system", content=system)]
+        messages += _earlier_turns(state)
+        messages.append(Message(role="user", content=user))
+        if g.note:
+            messages.append(Message(role="assistant", content=g.last_reply))
+            messages.append(Message(role="user", content=g.note, name=LOOP_NOTE))
+        return messages
+
+    async def _execute(self, loop: Loop, state: _State) -> AsyncIterator[Step]:
+        """Run every step whose inputs are ready, concurrently; yield each result as it
+        completes. A step that needs a failed step's result is skipped, not run."""
+        g = state.graph
+        running: dict[asyncio.Task[CallResult], PlanStep] = {}
+        try:
+            while True:
+                busy = set(running.values())
+                for step in g.unfinished:
+                    if any(step is b for b in busy):
+                        continue
+                    if failed := sorted(step.deps & g.failed):
+                        refs = ", ".join(f"${n}" for n in failed)
+                        yield self._record(state, step, _skipped(step, refs))
+                    elif step.deps <= set(g.outputs):
+                        task = asyncio.ensure_future(self._run_step(loop, state, step))
+                        running[task] = step
+                if not running:
+                    return
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    step = running.pop(task)
+                    yield self._record(state, step, task.result())
+        finally:
+            for task in running:
+                task.cancel()
+
+    async def _run_step(self, loop: Loop, state: _State, step: PlanStep) -> CallResult:
+        g = state.graph
+        arguments = resolve_refs(step.arguments, g.outputs)
+        call = ToolCall(id=f"${step.id}", name=step.tool, arguments=arguments)
+        g.calls[step.id] = call
+        return await loop._call_one(state, call)
+
+    def _record(self, state: _State, step: PlanStep, result: CallResult) -> Step:
+        g = state.graph
+        g.outputs[step.id] = result.output
+        if not result.ok:
+            g.failed.add(step.id)
+        message = Message(
+            role="tool", content=result.output, tool_call_id=f"${step.id}", name=step.tool
+        )
+        return Step(
+            run_id=state.run_id,
+            index=len(state.steps),
+            kind="tool",
+            name=step.tool,
+            input=result.call.arguments,
+            output=result.output,
+            error=None if result.ok else result.outcome,
+            seconds=result.seconds,
+            message=message,
+            started_at=result.started_at,
+        )
+
+    def _record_history(self, state: _State) -> None:
+        """Put the run into `state.messages` as calls, results and the answer, so a later
+        run can continue the conversation (`history=`)."""
+        g = state.graph
+        calls = [g.calls[i] for i in sorted(g.calls)]
+        if calls:
+            state.messages.append(Message(role="assistant", tool_calls=calls))
+            for call in calls:
+                sid = int(call.id[1:])
+                state.messages.append(
+                    Message(
+                        role="tool",
+                        content=g.outputs.get(sid, ""),
+                        tool_call_id=call.id,
+                        name=call.name,
+                    )
+                )
+        state.messages.append(Message(role="assistant", content=state.answer or ""))
+
+
+def restore(steps: list[Step], state: _State) -> None:
+    """Rebuild a graph run's progress from its stored steps (for resume)."""
+    g = state.graph
+    specs = {s.name: s for s in state.specs}
+    for s in steps:
+        if s.kind == "model" and s.message is not None and s.message.name in ("plan", "join"):
+            try:
+                parsed = parse_plan(s.message.content, specs, first_id=g.next_id, done=g.outputs)
+            except InvalidPlan:
+                continue
+            if isinstance(parsed, Plan):
+                g.replans += s.message.name == "join"
+                g.add(parsed)
+        elif s.kind == "tool" and s.message and (s.message.tool_call_id or "").startswith("$"):
+            sid = int((s.message.tool_call_id or "$0")[1:])
+            g.outputs[sid] = s.output if isinstance(s.output, str) else json.dumps(s.output)
+            g.calls[sid] = ToolCall(id=f"${sid}", name=s.name, arguments=s.input)
+            if s.error:
+                g.failed.add(sid)
+
+
+def _skipped(step: PlanStep, refs: str) -> CallResult:
+    call = ToolCall(id=f"${step.id}", name=step.tool, arguments=step.arguments)
+    return CallResult(
+        call=call,
+        outcome="tool_error",
+        output=f"Error: not run, because {refs} failed.",
+        seconds=0.0,
+        started_at=time.time(),
+    )
+
+
+def _render_results(g: GraphState) -> str:
+    lines = []
+    for sid in sorted(g.outputs):
+        call = g.calls.get(sid)
+        args = json.dumps(call.arguments if call else g.steps[sid].arguments, ensure_ascii=False)
+        output = g.outputs[sid]
+        if is_empty(output):
+            output = f"{output or '(nothing)'} (empty result)"
+        lines.append(f"${sid} = {g.steps[sid].tool}({args}) -> {output}")
+    return "\n".join(lines)
+
+
+def _earlier_turns(state: _State) -> list[Message]:
+    """Earlier turns of a multi-turn conversation, as plain chat messages."""
+    earlier = [m for m in state.messages[: state.task_index] if m.role != "system"]
+    if not earlier:
+        return []
+    chat = to_plain_chat(earlier, [])[1:]
+    return [Message(role=cast(Role, c["role"]), content=c["content"]) for c in chat]
+
+
+def _with_schema(settings: ModelSettings, schema: dict[str, object]) -> ModelSettings:
+    return ModelSettings(
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        seed=settings.seed,
+        response_schema=dict(schema),
+    )

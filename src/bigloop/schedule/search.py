@@ -1,0 +1,155 @@
+"""Tree search over tool calls, for tasks where the first try often fails.
+
+Best-first search in the style of ToolChain* (A*) and DFSDT: a node is a conversation so
+far. Expanding a node asks the model for `width` candidate next moves (the greedy reply
+and sampled alternatives), makes each candidate's calls (identical calls across branches
+are made once), and scores each child by f = g + h: g counts the calls made on the path
+(cost so far), h penalises failed and empty results. The lowest-f node is expanded next,
+which backtracks by itself when a branch keeps failing. A candidate answer ends the search
+when the verifier accepts it; `max_nodes` bounds the expansions.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bigloop._errors import BudgetExceeded
+from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings
+from bigloop.schedule.plan import is_empty
+from bigloop.trace.records import Step
+
+if TYPE_CHECKING:
+    from bigloop.loop import Loop, _State
+
+Verifier = Callable[[str, str, list[str]], float]
+"""(task, answer, tool results on the path) -> score in [0, 1]; ≥ 0.5 accepts."""
+
+FAILURE_COST = 2.0
+
+
+@dataclass(kw_only=True)
+class Node:
+    id: int
+    parent: int | None
+    messages: list[Message]
+    g: float = 0.0
+    h: float = 0.0
+    results: list[str] = field(default_factory=list)
+
+    @property
+    def f(self) -> float:
+        return self.g + self.h
+
+
+def default_verifier(task: str, answer: str, results: list[str]) -> float:
+    """Accept a non-empty answer reached after a successful last call (or with no calls)."""
+    if not answer.strip():
+        return 0.0
+    if results and (results[-1].startswith("Error") or is_empty(results[-1])):
+        return 0.2
+    return 1.0
+
+
+class SearchPlanner:
+    """Best-first tree search over candidate calls.
+
+    Args:
+        width: candidate moves per expansion (the greedy one, then sampled ones).
+        max_nodes: expansions before giving up (each costs `width` model turns).
+        temperature: sampling temperature of the alternative candidates.
+        verifier: scores a candidate answer; the default accepts an answer whose path
+            ended in a successful call.
+    """
+
+    name = "search"
+
+    def __init__(
+        self,
+        *,
+        width: int = 2,
+        max_nodes: int = 6,
+        temperature: float = 0.8,
+        verifier: Verifier | None = None,
+    ) -> None:
+        self.width = width
+        self.max_nodes = max_nodes
+        self.temperature = temperature
+        self.verifier = verifier or default_verifier
+
+    async def steps(self, loop: Loop, state: _State) -> AsyncIterator[Step]:
+        ids = itertools.count()
+        root = Node(id=next(ids), parent=None, messages=list(state.messages))
+        frontier: list[tuple[float, int, Node]] = [(0.0, root.id, root)]
+        answers: list[tuple[float, int, Node, str]] = []
+        expanded = 0
+        while frontier and expanded < self.max_nodes:
+            _, _, node = heapq.heappop(frontier)
+            if answers and answers[0][0] <= node.f:
+                break  # the best answer costs no more than any open path
+            expanded += 1
+            seen: set[str] = set()
+            for k in range(self.width):
+                loop._check_budget(state)
+                response = await loop._model_turn(
+                    state, node.messages, self._settings(loop.settings, k), state.specs
+                )
+                reply = _reply(response)
+                yield loop._model_step(state, response, reply, role=f"expand:{node.id}")
+                signature = reply.content + repr([(c.name, c.arguments) for c in reply.tool_calls])
+                if response.error or signature in seen:
+                    continue
+                seen.add(signature)
+                child = Node(
+                    id=next(ids),
+                    parent=node.id,
+                    messages=[*node.messages, reply],
+                    g=node.g,
+                    h=node.h,
+                    results=list(node.results),
+                )
+                if not response.tool_calls:
+                    score = self.verifier(state.task, response.text, child.results)
+                    if score >= 0.5:
+                        heapq.heappush(
+                            answers, (child.f + 1 - score, child.id, child, response.text)
+                        )
+                    continue
+                async for step in loop._call(
+                    state, response.tool_calls, repeats_are_mistakes=False
+                ):
+                    child.messages.append(state.messages[-1])
+                    output = str(step.output)
+                    child.results.append(output)
+                    child.g += 1
+                    if step.error or is_empty(output):
+                        child.h += FAILURE_COST
+                    yield step
+                state.answer_only = False
+                heapq.heappush(frontier, (child.f, child.id, child))
+        if not answers:
+            raise BudgetExceeded(
+                f"Tree search found no accepted answer in {expanded} expansions "
+                f"(max_nodes={self.max_nodes})."
+            )
+        _, _, best, answer = answers[0]
+        state.messages[:] = best.messages
+        state.answer = answer
+
+    def _settings(self, base: ModelSettings, k: int) -> ModelSettings:
+        if k == 0:
+            return base
+        return ModelSettings(
+            temperature=self.temperature,
+            max_tokens=base.max_tokens,
+            seed=(base.seed or 0) + k,
+        )
+
+
+def _reply(response: ModelResponse) -> Message:
+    if response.error:
+        return Message(role="assistant", content=response.raw)
+    return Message(role="assistant", content=response.text, tool_calls=response.tool_calls)
