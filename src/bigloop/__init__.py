@@ -4,6 +4,7 @@ closed, traced, resumable loops."""
 from bigloop._errors import (
     BigloopError,
     BudgetExceeded,
+    InputRequired,
     InvalidArguments,
     ModelRetry,
     ModelUnavailable,
@@ -27,9 +28,13 @@ from bigloop.atoms.models.function import FunctionModel, ScriptedModel
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.openai_compat import OpenAIModel
 from bigloop.atoms.tool import Tool, tool
-from bigloop.loop import Budget, Loop
+from bigloop.loop import Budget, Loop, ReactPlanner
+from bigloop.schedule.clarify import Clarify
+from bigloop.schedule.graph import GraphPlanner
+from bigloop.schedule.search import SearchPlanner
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.store import TraceStore
+from bigloop.workflow import Do, Workflow
 
 __version__ = "0.1.0"
 
@@ -39,7 +44,11 @@ __all__ = [
     "Budget",
     "BudgetExceeded",
     "ChatModel",
+    "Clarify",
+    "Do",
     "FunctionModel",
+    "GraphPlanner",
+    "InputRequired",
     "InvalidArguments",
     "LocalModel",
     "Loop",
@@ -49,9 +58,11 @@ __all__ = [
     "ModelSettings",
     "ModelUnavailable",
     "OpenAIModel",
+    "ReactPlanner",
     "RunFailure",
     "RunResult",
     "ScriptedModel",
+    "SearchPlanner",
     "Step",
     "Tool",
     "ToolCall",
@@ -62,6 +73,7 @@ __all__ = [
     "Usage",
     "UserError",
     "WeightsError",
+    "Workflow",
     "__version__",
     "tool",
 ]

@@ -260,6 +260,23 @@ class Loop:
         self.store.mark_running(summary.run_id)
         return await self._drive(state, planner, on_step)
 
+    def as_tool(self, name: str, description: str, *, timeout_s: float = 300.0) -> Tool:
+        """This loop as one tool taking a `task`: a sub-loop another loop (or a workflow)
+        can call. The sub-run's trace goes to this loop's store."""
+
+        async def run(task: str) -> str:
+            result = await self.run(task)
+            if result.status != "ok":
+                raise RuntimeError(f"sub-loop {name!r} ended {result.status}: {result.error}")
+            return result.answer or ""
+
+        schema = {
+            "type": "object",
+            "properties": {"task": {"type": "string", "description": "what to do, in words"}},
+            "required": ["task"],
+        }
+        return Tool.from_schema(name, description, schema, run, timeout_s=timeout_s)
+
     def _planner_for(self, task: str) -> Planner:
         if not isinstance(self.planner, str):
             return self.planner

@@ -75,5 +75,5 @@ def _mention(value: str | int | float) -> str:
 
 
 def _describe(name: str, schema: dict[str, object]) -> str:
-    description = schema.get("description")
+    description = str(schema.get("description") or "").rstrip(". ")
     return f"the {name} ({description})" if description else f"the {name}"

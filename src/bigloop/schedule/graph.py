@@ -12,16 +12,25 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from bigloop.atoms.models.base import Message, ModelSettings, Role, ToolCall
+from bigloop.atoms.models.base import (
+    Message,
+    ModelResponse,
+    ModelSettings,
+    Role,
+    ToolCall,
+    Usage,
+)
 from bigloop.atoms.models.prompts import LOOP_NOTE, describe_tools, to_plain_chat
 from bigloop.schedule.call import CallResult
 from bigloop.schedule.plan import InvalidPlan, Plan, PlanStep, is_empty, parse_plan, plan_schema
 from bigloop.schedule.plan import resolve as resolve_refs
 from bigloop.trace.records import Step
+
+_DECODER = json.JSONDecoder()
 
 if TYPE_CHECKING:
     from bigloop.loop import Loop, _State
@@ -50,9 +59,39 @@ back empty. Tools (name, description, arguments schema):
 
 Reply with JSON, one of:
 {{"answer": "<the final answer to the task, using the results>"}} if the results are enough;
-{{"steps": [...]}} with new tool calls for only what is missing; "$N" uses result N."""
+{{"steps": [...]}} with new tool calls for only what is missing; "$N" uses result [N]."""
 
 RESULTS = "Task: {task}\n\nResults:\n{results}"
+
+
+class _StepReader:
+    """The complete step objects in a growing `{"steps": [...]}` text."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.stopped = False
+        self._pos: int | None = None
+
+    def feed(self, piece: str) -> list[Any]:
+        self.text += piece
+        if self._pos is None:
+            start = self.text.find("[")
+            if start < 0:
+                return []
+            self._pos = start + 1
+        found: list[Any] = []
+        while True:
+            at = self._pos
+            while at < len(self.text) and self.text[at] in " \n\t\r,":
+                at += 1
+            if at >= len(self.text) or self.text[at] == "]":
+                return found
+            try:
+                value, end = _DECODER.raw_decode(self.text, at)
+            except json.JSONDecodeError:
+                return found
+            found.append(value)
+            self._pos = end
 
 
 @dataclass(kw_only=True)
@@ -69,7 +108,7 @@ class GraphState:
 
     @property
     def next_id(self) -> int:
-        return max(self.steps, default=0) + 1
+        return max([*self.steps, *self.outputs], default=0) + 1
 
     @property
     def unfinished(self) -> list[PlanStep]:
@@ -89,8 +128,12 @@ class GraphPlanner:
 
     name = "graph"
 
-    def __init__(self, *, max_replans: int = 2) -> None:
+    def __init__(
+        self, *, max_replans: int = 2, max_plan_steps: int = 12, stream: bool = True
+    ) -> None:
         self.max_replans = max_replans
+        self.max_plan_steps = max_plan_steps
+        self.stream = stream
 
     async def steps(self, loop: Loop, state: _State) -> AsyncIterator[Step]:
         g = state.graph
@@ -99,8 +142,8 @@ class GraphPlanner:
                 async for step in self._execute(loop, state):
                     yield step
             loop._check_budget(state)
-            planning = not g.steps
-            replan = bool(g.troubled) and g.replans < self.max_replans
+            planning = not g.steps and bool(state.specs)
+            replan = bool(g.troubled) and g.replans < self.max_replans and bool(state.specs)
             messages = self._prompt(loop, state, planning=planning, replan=replan)
             schema = plan_schema(state.specs, allow_answer=not planning)
             if not (planning or replan):
@@ -110,6 +153,11 @@ class GraphPlanner:
                     "required": ["answer"],
                 }
             settings = _with_schema(loop.settings, schema)
+            if planning and self.stream and hasattr(loop.model, "stream"):
+                source = self._stream_plan(loop, state, messages, settings)
+                async for step in self._execute(loop, state, source):
+                    yield step
+                continue
             response = await loop._model_turn(state, messages, settings)
             role = "plan" if planning else "join"
             reply = Message(role="assistant", content=response.text, name=role)
@@ -153,32 +201,113 @@ class GraphPlanner:
             messages.append(Message(role="user", content=g.note, name=LOOP_NOTE))
         return messages
 
-    async def _execute(self, loop: Loop, state: _State) -> AsyncIterator[Step]:
+    async def _execute(
+        self,
+        loop: Loop,
+        state: _State,
+        source: AsyncGenerator[PlanStep | Step] | None = None,
+    ) -> AsyncIterator[Step]:
         """Run every step whose inputs are ready, concurrently; yield each result as it
-        completes. A step that needs a failed step's result is skipped, not run."""
+        completes. A step that needs a failed step's result is skipped, not run.
+
+        With `source` (a plan being streamed), steps join the graph as they are written
+        and start at once; the source's last item is the planner's own model step.
+        """
         g = state.graph
-        running: dict[asyncio.Task[CallResult], PlanStep] = {}
+        running: dict[asyncio.Future[Any], PlanStep | None] = {}
+        if source is not None:
+            running[asyncio.ensure_future(anext(source))] = None
         try:
             while True:
-                busy = set(running.values())
+                busy = {s.id for s in running.values() if s is not None}
                 for step in g.unfinished:
-                    if any(step is b for b in busy):
+                    if step.id in busy:
                         continue
                     if failed := sorted(step.deps & g.failed):
                         refs = ", ".join(f"${n}" for n in failed)
                         yield self._record(state, step, _skipped(step, refs))
                     elif step.deps <= set(g.outputs):
-                        task = asyncio.ensure_future(self._run_step(loop, state, step))
-                        running[task] = step
+                        running[asyncio.ensure_future(self._run_step(loop, state, step))] = step
                 if not running:
                     return
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    step = running.pop(task)
-                    yield self._record(state, step, task.result())
+                for future in done:
+                    owner = running.pop(future)
+                    if owner is not None:
+                        yield self._record(state, owner, future.result())
+                        continue
+                    try:
+                        item = future.result()
+                    except StopAsyncIteration:
+                        continue
+                    if isinstance(item, Step):
+                        yield item
+                    else:
+                        g.steps[item.id] = item
+                    assert source is not None
+                    running[asyncio.ensure_future(anext(source))] = None
         finally:
-            for task in running:
-                task.cancel()
+            for future in running:
+                future.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            if isinstance(source, AsyncGenerator):
+                await source.aclose()
+
+    async def _stream_plan(
+        self, loop: Loop, state: _State, messages: list[Message], settings: ModelSettings
+    ) -> AsyncGenerator[PlanStep | Step]:
+        """The first plan, step by step as the model writes it (LLMCompiler's streaming).
+
+        Generation stops early when the model repeats a step it already wrote (small
+        models loop) or reaches `max_plan_steps`; a step that cannot run (a reference to
+        a step not yet written) is left out and the joiner is told.
+        """
+        g = state.graph
+        specs = {s.name: s for s in state.specs}
+        reader = _StepReader()
+        accepted: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        skipped: list[str] = []
+        usage = Usage()
+        stream = loop.model.stream(messages, settings)  # type: ignore[attr-defined]
+        try:
+            async for piece in stream:
+                if isinstance(piece, Usage):
+                    usage = piece
+                    break
+                for raw in reader.feed(piece):
+                    key = json.dumps(raw, sort_keys=True)
+                    if key in seen or len(accepted) >= self.max_plan_steps:
+                        reader.stopped = True
+                        break
+                    seen.add(key)
+                    sid = g.next_id
+                    try:
+                        plan = parse_plan(
+                            json.dumps({"steps": [raw]}), specs, first_id=sid, done=g.steps
+                        )
+                    except InvalidPlan as e:
+                        skipped.append(str(e))
+                        continue
+                    assert isinstance(plan, Plan)
+                    accepted.append(raw)
+                    yield plan.steps[0]
+                if reader.stopped:
+                    break
+        finally:
+            await stream.aclose()
+        state.model_turns += 1
+        state.usage.add(usage)
+        if skipped:
+            g.note = "Some planned steps were left out: " + " ".join(skipped)
+        text = json.dumps({"steps": accepted}, ensure_ascii=False) if accepted else reader.text
+        response = ModelResponse(text=text, raw=text, usage=usage)
+        reply = Message(role="assistant", content=text, name="plan")
+        yield loop._model_step(state, response, reply, role="plan")
+        if not accepted:
+            g.last_reply = reader.text
+            g.note = "The plan had no step that can run. " + " ".join(skipped)
+            loop._repair_count(state, g.note)
 
     async def _run_step(self, loop: Loop, state: _State, step: PlanStep) -> CallResult:
         g = state.graph
@@ -268,7 +397,7 @@ def _render_results(g: GraphState) -> str:
         output = g.outputs[sid]
         if is_empty(output):
             output = f"{output or '(nothing)'} (empty result)"
-        lines.append(f"${sid} = {g.steps[sid].tool}({args}) -> {output}")
+        lines.append(f"[{sid}] {g.steps[sid].tool}({args}) -> {output}")
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from bigloop._errors import ModelUnavailable
 from bigloop.atoms.card import AtomCard
@@ -59,6 +59,16 @@ class FunctionModel:
             seconds=time.perf_counter() - start,
         )
         return response
+
+    async def stream(
+        self, messages: list[Message], settings: ModelSettings
+    ) -> AsyncIterator[str | Usage]:
+        """Structured output as a stream: the reply in pieces of a few characters (so
+        streaming consumers see partial output), then its usage."""
+        response = await self.chat(messages, [], settings)
+        for i in range(0, len(response.text), 7):
+            yield response.text[i : i + 7]
+        yield response.usage
 
 
 class ScriptedModel(FunctionModel):

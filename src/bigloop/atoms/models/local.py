@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +204,67 @@ class LocalModel:
         response = to_response(raw, self._ids)
         response.usage = usage
         return response
+
+    async def stream(
+        self, messages: list[Message], settings: ModelSettings
+    ) -> AsyncIterator[str | Usage]:
+        """Structured output (`settings.response_schema` required) as it is generated: text
+        pieces, then the turn's `Usage`. Closing the iterator early stops generation."""
+        import llama_cpp
+
+        if settings.response_schema is None:
+            raise UserError("LocalModel.stream needs settings.response_schema.")
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        loop = asyncio.get_running_loop()
+        pieces: asyncio.Queue[str | Usage | BaseException] = asyncio.Queue()
+        stop = threading.Event()
+
+        def generate() -> None:
+            llama = self.llama()
+            llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
+            start = time.perf_counter()
+            n = 0
+            try:
+                chunks = llama.create_chat_completion(
+                    messages=chat,
+                    grammar=self.grammar_for_schema(settings.response_schema or {}),
+                    temperature=settings.temperature,
+                    max_tokens=settings.max_tokens,
+                    seed=settings.seed,
+                    stream=True,
+                )
+                for chunk in chunks:
+                    text = chunk["choices"][0]["delta"].get("content") or ""
+                    if text:
+                        n += 1
+                        loop.call_soon_threadsafe(pieces.put_nowait, text)
+                    if stop.is_set():
+                        break
+                perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
+                usage: str | Usage | BaseException = Usage(
+                    prompt_tokens=max(0, llama.n_tokens - n),
+                    completion_tokens=n,
+                    seconds=time.perf_counter() - start,
+                    prompt_seconds=perf.t_p_eval_ms / 1000,
+                    generation_seconds=perf.t_eval_ms / 1000,
+                )
+            except ValueError as e:
+                usage = ModelUnavailable(f"{self.name}: {e}")
+            loop.call_soon_threadsafe(pieces.put_nowait, usage)
+
+        async with self._lock:
+            worker = asyncio.ensure_future(asyncio.to_thread(generate))
+            try:
+                while True:
+                    piece = await pieces.get()
+                    if isinstance(piece, BaseException):
+                        raise piece
+                    yield piece
+                    if isinstance(piece, Usage):
+                        break
+            finally:
+                stop.set()
+                await worker
 
     async def _structured(
         self, messages: list[Message], settings: ModelSettings, schema: dict[str, Any]

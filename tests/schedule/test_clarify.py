@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from bigloop import Clarify, Loop, ScriptedModel, ToolCall, ToolSpec, TraceStore, tool
+
+SENT: list[tuple[str, str]] = []
+
+
+@tool(idempotent=False)
+def send_message(receiver: str, text: str) -> str:
+    """Send a message to a person.
+
+    Args:
+        receiver: who gets the message.
+        text: the message.
+    """
+    SENT.append((receiver, text))
+    return "sent"
+
+
+def call(name: str, **arguments: object) -> str:
+    return json.dumps({"tool_calls": [{"name": name, "arguments": arguments}]})
+
+
+def answer(text: str) -> str:
+    return json.dumps({"answer": text})
+
+
+def setup_function() -> None:
+    SENT.clear()
+
+
+SPEC = ToolSpec(name="send_message", parameters=send_message.schema)
+
+
+def test_policy_asks_for_missing_and_ungrounded_required_values() -> None:
+    policy = Clarify()
+    guess = ToolCall(id="1", name="send_message", arguments={"receiver": "bob", "text": "hi"})
+    assert policy.question(guess, SPEC, "say hi to my colleague") == (
+        "To call send_message, what is the receiver (who gets the message)?"
+    )
+    assert policy.question(guess, SPEC, "say hi to Bob") is None
+    missing = ToolCall(id="1", name="send_message", arguments={"text": "hi"})
+    assert "receiver" in (policy.question(missing, SPEC, "say hi") or "")
+    assert Clarify(ungrounded=False).question(guess, SPEC, "say hi to my colleague") is None
+
+
+def test_loop_asks_through_the_callback_and_traces_the_question() -> None:
+    questions: list[str] = []
+
+    def ask(question: str) -> str:
+        questions.append(question)
+        return "Bob"
+
+    model = ScriptedModel(
+        [
+            call("send_message", receiver="colleague_1", text="hi"),
+            call("send_message", receiver="Bob", text="hi"),
+            answer("Sent."),
+        ]
+    )
+    loop = Loop(model, [send_message], clarify=Clarify(), ask=ask)
+    result = loop.run_sync("Say hi to my colleague.")
+    assert result.answer == "Sent."
+    assert questions == ["To call send_message, what is the receiver (who gets the message)?"]
+    assert SENT == [("Bob", "hi")]
+    asked = [s for s in result.steps if s.kind == "ask"]
+    assert len(asked) == 1 and "'Bob'" in asked[0].output
+
+
+def test_without_a_callback_the_run_stops_with_the_question_and_resumes_with_the_answer(
+    tmp_path: Path,
+) -> None:
+    store = TraceStore(tmp_path / "t.db")
+    first = Loop(
+        ScriptedModel([call("send_message", receiver="colleague_1", text="hi")]),
+        [send_message],
+        clarify=Clarify(),
+        store=store,
+    ).run_sync("Say hi to my colleague.")
+    assert first.status == "input_required"
+    assert first.question == "To call send_message, what is the receiver (who gets the message)?"
+    assert SENT == []
+    assert store.run(first.run_id).error == first.question
+
+    second = Loop(
+        ScriptedModel([call("send_message", receiver="Ann", text="hi"), answer("Sent to Ann.")]),
+        [send_message],
+        clarify=Clarify(),
+        store=store,
+    )
+    result = asyncio.run(second.resume(first.run_id, answer="Ann"))
+    assert result.status == "ok" and result.answer == "Sent to Ann."
+    assert SENT == [("Ann", "hi")]
+    kinds = [(s.kind, s.error) for s in store.steps(first.run_id)]
+    assert ("ask", "unanswered") in kinds and ("ask", None) in kinds

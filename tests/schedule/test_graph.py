@@ -1,0 +1,180 @@
+"""The graph planner's plumbing, driven by scripted models (quality is measured in
+bench/parallel.py on the embedded model)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bigloop import FunctionModel, Loop, Message, ScriptedModel, ToolSpec, TraceStore, tool
+from bigloop.schedule.graph import GraphPlanner
+
+CALLS: list[str] = []
+
+
+@tool
+async def slow_price(city: str) -> float:
+    """Price of a coffee in a city, from a slow remote API.
+
+    Args:
+        city: the city.
+    """
+    CALLS.append(city)
+    await asyncio.sleep(0.3)
+    if city == "Atlantis":
+        raise KeyError(city)
+    return {"Oslo": 5.0, "Rome": 2.0, "Lima": 1.5}[city]
+
+
+@tool
+def add(a: float, b: float) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+def plan(*steps: tuple[str, dict[str, Any]]) -> str:
+    return json.dumps({"steps": [{"tool": t, "arguments": a} for t, a in steps]})
+
+
+def answer(text: str) -> str:
+    return json.dumps({"answer": text})
+
+
+def setup_function() -> None:
+    CALLS.clear()
+
+
+def test_independent_steps_run_concurrently_and_references_resolve() -> None:
+    model = ScriptedModel(
+        [
+            plan(
+                ("slow_price", {"city": "Oslo"}),
+                ("slow_price", {"city": "Rome"}),
+                ("add", {"a": "$1", "b": "$2"}),
+            ),
+            answer("7.0"),
+        ]
+    )
+    start = time.perf_counter()
+    result = Loop(model, [slow_price, add], planner="graph").run_sync("Oslo plus Rome coffee?")
+    elapsed = time.perf_counter() - start
+    assert result.status == "ok" and result.answer == "7.0"
+    assert elapsed < 0.55  # two 0.3 s calls at once, not one after the other
+    tools = [(s.name, s.input, s.output) for s in result.tool_steps]
+    assert sorted(tools[:2], key=str) == [
+        ("slow_price", {"city": "Oslo"}, "5.0"),
+        ("slow_price", {"city": "Rome"}, "2.0"),
+    ]
+    assert tools[2] == ("add", {"a": 5.0, "b": 2.0}, "7.0")
+    assert result.planner == "graph"
+    roles = [s.input["role"] for s in result.steps if s.kind == "model"]
+    assert roles == ["plan", "join"]
+
+
+def test_joiner_sees_results_and_the_task() -> None:
+    seen: list[list[Message]] = []
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        seen.append(messages)
+        return plan(("slow_price", {"city": "Lima"})) if len(seen) == 1 else answer("1.5")
+
+    Loop(FunctionModel(reply), [slow_price], planner="graph").run_sync("Coffee in Lima?")
+    join = seen[1][-1].content
+    assert "Task: Coffee in Lima?" in join
+    assert '[1] slow_price({"city": "Lima"}) -> 1.5' in join
+
+
+def test_invalid_plan_is_sent_back_and_replanned() -> None:
+    seen: list[list[Message]] = []
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        seen.append(messages)
+        if len(seen) == 1:
+            return plan(("add", {"a": "$5", "b": 1}))
+        if len(seen) == 2:
+            return plan(("slow_price", {"city": "Rome"}))
+        return answer("2.0")
+
+    planner = GraphPlanner(stream=False)
+    result = Loop(FunctionModel(reply), [slow_price, add], planner=planner).run_sync("Rome?")
+    assert result.answer == "2.0"
+    assert "step 1 uses $5, but there is no such step" in seen[1][-1].content
+
+
+def test_failed_step_triggers_a_replan_that_keeps_completed_work() -> None:
+    seen: list[list[Message]] = []
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        seen.append(messages)
+        if len(seen) == 1:
+            return plan(("slow_price", {"city": "Oslo"}), ("slow_price", {"city": "Atlantis"}))
+        if len(seen) == 2:
+            return plan(("slow_price", {"city": "Lima"}))
+        return answer("Oslo 5.0, Lima 1.5")
+
+    result = Loop(FunctionModel(reply), [slow_price], planner="graph").run_sync(
+        "Coffee in Oslo and Atlantis?"
+    )
+    assert result.answer == "Oslo 5.0, Lima 1.5"
+    assert CALLS.count("Oslo") == 1  # kept, not redone
+    replan_prompt = seen[1][-1].content
+    assert "Atlantis" in replan_prompt and "Error" in replan_prompt
+    assert '"steps"' in seen[1][0].content  # the replanner may plan again
+
+
+def test_streamed_plan_stops_when_the_model_repeats_itself() -> None:
+    looping = plan(*[("slow_price", {"city": c}) for c in ["Oslo", "Rome", "Oslo", "Rome"]])
+    model = ScriptedModel([looping[:-3], answer("ok")])  # truncated, as at max_tokens
+    result = Loop(model, [slow_price], planner="graph").run_sync("Oslo and Rome?")
+    assert result.status == "ok"
+    assert sorted(CALLS) == ["Oslo", "Rome"]
+
+
+def test_graph_run_resumes_without_redoing_completed_steps(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path / "t.db")
+
+    async def slow_joiner(messages: list[Message], tools: list[ToolSpec]) -> str:
+        if messages[-1].content.startswith("Task:"):
+            await asyncio.sleep(30)  # killed while the joiner thinks
+        return plan(("slow_price", {"city": "Oslo"}), ("slow_price", {"city": "Lima"}))
+
+    async def interrupted() -> str:
+        loop = Loop(FunctionModel(slow_joiner), [slow_price], planner="graph", store=store)
+        task = asyncio.ensure_future(loop.run("Coffee in Oslo and Lima?"))
+        while len(CALLS) < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.35)  # both calls done, joiner not yet answered
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return store.runs()[0].run_id
+
+    run_id = asyncio.run(interrupted())
+    assert store.run(run_id).status == "interrupted"
+    loop = Loop(ScriptedModel([answer("5.0 and 1.5")]), [slow_price], planner="graph", store=store)
+    result = asyncio.run(loop.resume(run_id))
+    assert result.status == "ok" and result.answer == "5.0 and 1.5"
+    assert sorted(CALLS) == ["Lima", "Oslo"]  # nothing called twice
+
+
+def test_structured_settings_reach_the_model() -> None:
+    schemas: list[object] = []
+
+    async def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        return plan(("add", {"a": 1, "b": 2})) if len(schemas) == 1 else answer("3")
+
+    class Recording(FunctionModel):
+        async def chat(self, messages, tools, settings=None):  # type: ignore[no-untyped-def]
+            schemas.append(settings.response_schema if settings else None)
+            return await super().chat(messages, tools, settings)
+
+    loop = Loop(Recording(reply), [add], planner=GraphPlanner(stream=False))
+    loop.run_sync("1+2?")
+    assert schemas[0] is not None and "steps" in json.dumps(schemas[0])
+    assert schemas[1] == {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+    }
