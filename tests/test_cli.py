@@ -33,6 +33,10 @@ def test_developer_mistakes_fail_fast_with_the_fix(tmp_path: Path) -> None:
     assert bad_tool.returncode == 2 and "Unknown tool(s) ['teleport']" in bad_tool.stderr
     bad_flag = bigloop("run", "hi", "--max-steps", "zero", home=tmp_path)
     assert bad_flag.returncode == 2 and "max-steps" in bad_flag.stderr
+    bad_planner = bigloop("run", "hi", "--planner", "magic", home=tmp_path)
+    assert bad_planner.returncode == 2 and "Unknown planner 'magic'" in bad_planner.stderr
+    bad_clarify = bigloop("run", "hi", "--clarify", "sometimes", home=tmp_path)
+    assert bad_clarify.returncode == 2 and "use off, missing or ungrounded" in bad_clarify.stderr
     unknown_run = bigloop("trace", "show", "abc", home=tmp_path)
     assert unknown_run.returncode == 2 and "No run matches id 'abc'" in unknown_run.stderr
 

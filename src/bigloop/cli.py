@@ -81,11 +81,39 @@ def run(
     db: Annotated[
         Path | None, typer.Option("--db", help="Let the loop query this SQLite file (read-only).")
     ] = None,
+    planner: Annotated[
+        str,
+        typer.Option(
+            "--planner",
+            "-p",
+            help="react: a model turn per step; graph: plan every call at once and run "
+            "independent calls concurrently; search: tree search over candidate calls; "
+            "auto: graph when the task lists several items, else react.",
+        ),
+    ] = "auto",
+    clarify: Annotated[
+        str,
+        typer.Option(
+            "--clarify",
+            help="When to ask you instead of guessing an argument: off, missing (a required "
+            "argument is absent), ungrounded (also: its value appears nowhere in the task).",
+        ),
+    ] = "ungrounded",
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Model turns allowed.")] = 8,
+    max_seconds: Annotated[
+        float | None, typer.Option("--max-seconds", help="Wall-time budget of the run.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", help="Token budget of the run.")
+    ] = None,
     json_out: JsonOpt = False,
     trace_db: TraceDbOpt = None,
 ) -> None:
-    """Run TASK: the model calls tools until it can answer. Shows each step live."""
+    """Run TASK: the model calls tools until it can answer. Shows each step live.
+
+    When a required value is missing, it asks you (or, without a terminal, stops with the
+    question: answer with `bigloop resume RUN_ID --answer ...`).
+    """
     config = {
         "model": model,
         "base_url": base_url,
@@ -93,6 +121,10 @@ def run(
         "files": str(files) if files else None,
         "db": str(db) if db else None,
         "max_steps": max_steps,
+        "max_seconds": max_seconds,
+        "max_tokens": max_tokens,
+        "planner": planner,
+        "clarify": clarify,
     }
     store = _store(trace_db)
     loop = _build_loop(config, store)
@@ -103,14 +135,23 @@ def run(
 @app.command()
 def resume(
     run_id: Annotated[str, typer.Argument(help="The run to continue (a unique prefix works).")],
+    answer: Annotated[
+        str | None,
+        typer.Option("--answer", "-a", help="Your answer to the question a run stopped on."),
+    ] = None,
     json_out: JsonOpt = False,
     trace_db: TraceDbOpt = None,
 ) -> None:
-    """Continue an interrupted run from its last completed step."""
+    """Continue an interrupted run from its last completed step (never repeating a
+    completed tool call), or a run that stopped to ask you something (--answer)."""
     store = _store(trace_db)
     summary = store.run(run_id)
     loop = _build_loop(summary.config, store)
-    result = _execute(loop, json_out, lambda on_step: loop.resume(summary.run_id, on_step=on_step))
+    result = _execute(
+        loop,
+        json_out,
+        lambda on_step: loop.resume(summary.run_id, answer=answer, on_step=on_step),
+    )
     _report(result, json_out)
 
 
@@ -193,15 +234,51 @@ def _tools(config: dict[str, Any]) -> list[Tool]:
 
 
 def _build_loop(config: dict[str, Any], store: TraceStore) -> Loop:
+    from bigloop._errors import UserError
     from bigloop.loop import Budget, Loop
+    from bigloop.schedule.clarify import Clarify
 
+    when = config.get("clarify") or "off"
+    if when not in ("off", "missing", "ungrounded"):
+        raise UserError(f"--clarify {when!r}: use off, missing or ungrounded.")
+    policy = None if when == "off" else Clarify(ungrounded=when == "ungrounded")
     return Loop(
         _model(config),
         _tools(config),
-        budget=Budget(max_steps=config["max_steps"]),
+        budget=Budget(
+            max_steps=config["max_steps"],
+            max_seconds=config.get("max_seconds"),
+            max_tokens=config.get("max_tokens"),
+        ),
         store=store,
         config=config,
+        planner=config.get("planner") or "react",
+        clarify=policy,
+        ask=_terminal_ask() if policy else None,
     )
+
+
+_STATUS: list[Any] = []  # the live spinner, paused while a question is asked
+
+
+def _terminal_ask() -> Any:
+    """Asks on the terminal; None when there is no terminal (the run then stops with the
+    question instead of hanging)."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+
+    def ask(question: str) -> str:
+        from rich.prompt import Prompt
+
+        for status in _STATUS:
+            status.stop()
+        try:
+            return Prompt.ask(f"[bold yellow]?[/] {question}", console=_console(stderr=True))
+        finally:
+            for status in _STATUS:
+                status.start()
+
+    return ask
 
 
 def _execute(loop: Loop, quiet: bool, start: Any) -> RunResult:
@@ -215,8 +292,12 @@ def _execute(loop: Loop, quiet: bool, start: Any) -> RunResult:
 
     if quiet:
         return asyncio.run(start(on_step))  # type: ignore[no-any-return]
-    with console.status(f"[dim]{loop.model.name} is thinking…", spinner="dots"):
-        return asyncio.run(start(on_step))  # type: ignore[no-any-return]
+    with console.status(f"[dim]{loop.model.name} is thinking…", spinner="dots") as status:
+        _STATUS.append(status)
+        try:
+            return asyncio.run(start(on_step))  # type: ignore[no-any-return]
+        finally:
+            _STATUS.remove(status)
 
 
 def _report(result: RunResult, json_out: bool) -> None:
@@ -226,9 +307,16 @@ def _report(result: RunResult, json_out: bool) -> None:
         console = _console()
         if result.answer is not None:
             console.print(f"\n[bold green]Answer:[/] {result.answer}")
+        elif result.status == "input_required":
+            console.print(
+                f"\n[bold yellow]Question:[/] {result.question}\n"
+                f"Answer it with: bigloop resume {result.run_id} --answer '...'"
+            )
         else:
             console.print(f"\n[bold red]No answer[/] ({result.status}): {result.error}")
         _print_summary(console, result)
+    if result.status == "input_required":
+        raise typer.Exit(3)
     if result.status != "ok":
         raise typer.Exit(1)
 
@@ -245,6 +333,11 @@ def _print_summary(console: Console, result: RunResult) -> None:
 def _step_line(step: Step) -> str:
     from rich.markup import escape
 
+    if step.kind == "model" and isinstance(step.input, dict) and "role" in step.input:
+        return (
+            f"[cyan]{step.index:>3} {step.input['role']}[/] {escape(str(step.output)[:300])} "
+            f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
+        )
     if step.kind == "model":
         calls = step.message.tool_calls if step.message else []
         what = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls) or (
@@ -254,6 +347,8 @@ def _step_line(step: Step) -> str:
             f"[cyan]{step.index:>3} model[/] {escape(what)} "
             f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
         )
+    if step.kind == "ask":
+        return f"[yellow]{step.index:>3} ask[/]   {escape(str(step.output)[:200])}"
     mark = "[green]→[/]" if step.error is None else f"[red]✗ {step.error}[/]"
     output = escape(str(step.output)[:200])
     ms = step.seconds * 1000
@@ -292,8 +387,21 @@ def eval_bfcl(
     ],
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N cases.")] = None,
     mode: Annotated[
-        list[str], typer.Option("--mode", help="raw, loop, or both (repeat the flag).")
+        list[str],
+        typer.Option(
+            "--mode",
+            help="raw (the model alone), loop (bigloop, ReAct planner), graph (bigloop, "
+            "task-graph planner; multi-turn categories). Repeat the flag for several.",
+        ),
     ] = ["raw", "loop"],  # noqa: B006 - typer reads the default
+    clarify: Annotated[
+        bool,
+        typer.Option(
+            "--clarify",
+            help="Multi-turn: let the loop ask for missing values (a turn then makes no "
+            "calls; counted as 'asked').",
+        ),
+    ] = False,
     model: ModelOpt = "embedded",
     base_url: BaseUrlOpt = None,
     workers: Annotated[
@@ -320,9 +428,9 @@ def eval_bfcl(
     from bigloop._errors import UserError
     from bigloop.eval.bfcl import Mode, load_any, results_path, run_category, summarize
 
-    bad = [m for m in mode if m not in ("raw", "loop")]
+    bad = [m for m in mode if m not in ("raw", "loop", "graph")]
     if bad:
-        raise UserError(f"--mode {bad[0]!r}: use raw or loop.")
+        raise UserError(f"--mode {bad[0]!r}: use raw, loop or graph.")
     from bigloop.atoms.models.spec import ModelSpec
 
     spec = ModelSpec(name=model, base_url=base_url)
@@ -349,7 +457,8 @@ def eval_bfcl(
                     hits[1] += 1
                     progress.update(task, advance=1, acc=f"{hits[0] / hits[1]:.0%}")
 
-                path = results_path(out, chosen.name, m, cat)
+                label = f"{m}+clarify" if clarify and m != "raw" else m
+                path = results_path(out, chosen.name, label, cat)
                 results = asyncio.run(
                     run_category(
                         cases,
@@ -359,9 +468,10 @@ def eval_bfcl(
                         workers=workers,
                         on_result=tick,
                         ray=(ray_address, spec) if ray_address else None,
+                        clarify=clarify,
                     )
                 )
-                report.setdefault(cat, {})[m] = summarize(results)
+                report.setdefault(cat, {})[label] = summarize(results)
     markdown = _bfcl_markdown(report, chosen.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "latest.md").write_text(markdown)
@@ -376,9 +486,9 @@ def _bfcl_markdown(report: dict[str, dict[str, Any]], model_name: str) -> str:
     lines = [
         f"BFCL (bfcl-eval 2026.3.23), model: {model_name}",
         "",
-        "| category | mode | N | accuracy | valid calls | repaired | p50 s | p95 s | prompt tok "
-        "| completion tok | prompt s | generation s | top errors |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| category | mode | N | accuracy | valid calls | repaired | asked | p50 s | p95 s "
+        "| prompt tok | completion tok | prompt s | generation s | top errors |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cat, modes in report.items():
         for m, s in modes.items():
@@ -387,7 +497,8 @@ def _bfcl_markdown(report: dict[str, dict[str, Any]], model_name: str) -> str:
             errors = ", ".join(f"{k} {v}" for k, v in list(s["errors"].items())[:3])
             lines.append(
                 f"| {cat} | {m} | {s['cases']} | {s['accuracy']:.0%} | {s['valid_call_rate']:.0%} "
-                f"| {s['repaired']} | {s['p50_s']:.1f} | {s['p95_s']:.1f} | {s['prompt_tokens']} "
+                f"| {s['repaired']} | {s.get('asked', 0)} | {s['p50_s']:.1f} | {s['p95_s']:.1f} "
+                f"| {s['prompt_tokens']} "
                 f"| {s['completion_tokens']} | {s['prompt_s']:.0f} | {s['generation_s']:.0f} "
                 f"| {errors} |"
             )

@@ -254,7 +254,7 @@ class Loop:
             state.steps.append(step)
             state.messages.append(step.message)  # type: ignore[arg-type]
         if planner.name == "graph":
-            restore(state.steps, state)
+            restore(self, state.steps, state)
         else:
             state.pending = _pending_calls(state.steps)
         self.store.mark_running(summary.run_id)
@@ -580,8 +580,8 @@ class Loop:
         return {
             "tools": list(self.tools),
             "max_steps": self.budget.max_steps,
-            "planner": planner.name,
             **self.config,
+            "planner": planner.name,  # the one chosen ("auto" resolved), for resume
         }
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from bigloop import FunctionModel, Message, ToolSpec
+from bigloop.eval.bfcl_data import to_json_schema
 from bigloop.eval.bfcl_multi import call_string, load_multi_cases, run_multi_case
 
 
@@ -61,3 +62,42 @@ def test_missed_functions_appear_at_their_turn() -> None:
     case = load_multi_cases("multi_turn_miss_func", 1)[0]
     assert "sort" not in {d["name"] for d in case.functions(0)}
     assert "sort" in {d["name"] for d in case.functions(3)}
+
+
+def graph_oracle(case: Any) -> FunctionModel:
+    """A planner that plans each turn's ground-truth calls, then answers when joining."""
+    requests = ["\n".join(m["content"] for m in turn) for turn in case.turns]
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        if messages[-1].content.startswith("Task:"):
+            return json.dumps({"answer": "done"})
+        turn = requests.index(messages[-1].content)
+        specs = [
+            ToolSpec(name=d["name"], parameters=to_json_schema(d["parameters"]))
+            for d in case.functions(turn)
+        ]
+        calls = [parse_call(c, specs) for c in case.answer[turn]]
+        steps = [{"tool": c["name"], "arguments": c["arguments"]} for c in calls]
+        return json.dumps({"steps": steps})
+
+    return FunctionModel(reply)
+
+
+def test_graph_planner_keeps_stateful_calls_in_order() -> None:
+    case = load_multi_cases("multi_turn_base", 1)[0]
+    result = asyncio.run(run_multi_case(case, graph_oracle(case), "graph"))
+    assert result.valid, (result.error_type, result.calls)
+
+
+def test_clarify_counts_turns_that_asked() -> None:
+    case = load_multi_cases("multi_turn_base", 1)[0]
+
+    def guesser(messages: list[Message], tools: list[ToolSpec]) -> str:
+        if messages[-1].role == "tool":
+            return json.dumps({"answer": "done"})
+        call = {"name": "cd", "arguments": {"folder": "zz_nowhere"}}
+        return json.dumps({"tool_calls": [call]})
+
+    result = asyncio.run(run_multi_case(case, FunctionModel(guesser), "loop", clarify=True))
+    assert result.asked == len(case.turns)  # the folder was never mentioned: it asks
+    assert not result.valid

@@ -178,3 +178,29 @@ def test_structured_settings_reach_the_model() -> None:
         "properties": {"answer": {"type": "string"}},
         "required": ["answer"],
     }
+
+
+def test_side_effects_keep_the_planned_order() -> None:
+    log: list[str] = []
+
+    @tool(idempotent=False)
+    async def cd(folder: str) -> str:
+        """Change folder."""
+        await asyncio.sleep(0.1)
+        log.append(f"cd {folder}")
+        return "ok"
+
+    @tool
+    async def ls(folder: str) -> str:
+        """List a folder."""
+        log.append(f"ls {folder}")
+        return "a.txt"
+
+    model = ScriptedModel(
+        [
+            plan(("ls", {"folder": "x"}), ("cd", {"folder": "docs"}), ("ls", {"folder": "y"})),
+            answer("done"),
+        ]
+    )
+    Loop(model, [cd, ls], planner="graph").run_sync("Go to docs and list it.")
+    assert log == ["ls x", "cd docs", "ls y"]

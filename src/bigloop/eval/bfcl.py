@@ -29,7 +29,9 @@ from bigloop.eval.bfcl_score import score
 from bigloop.schedule.call import prepare_call, schema_problems
 from bigloop.schedule.select import relevant_tools
 
-Mode = Literal["raw", "loop"]
+Mode = Literal["raw", "loop", "graph"]
+"""raw: the model alone; loop: bigloop's Loop (ReAct planner); graph: the Loop with the
+task-graph planner (multi-turn categories)."""
 SETTINGS = ModelSettings(temperature=0.0, max_tokens=256)
 
 
@@ -50,6 +52,8 @@ class CaseResult:
     generation_seconds: float = 0.0
     error: str | None = None
     raw: list[str] = field(default_factory=list)
+    asked: int = 0
+    """Turns where the loop asked the user instead of calling (multi-turn, --clarify)."""
 
     @classmethod
     def measured(
@@ -200,12 +204,14 @@ def load_any(category: str, limit: int | None = None) -> list[Any]:
     return load_cases(category, limit)
 
 
-async def run_one(case: Any, model: ChatModel, mode: Mode) -> CaseResult:
+async def run_one(case: Any, model: ChatModel, mode: Mode, clarify: bool = False) -> CaseResult:
     """Run one case of any category."""
     if case.category in MULTI_TURN:
         from bigloop.eval.bfcl_multi import run_multi_case
 
-        return await run_multi_case(case, model, mode)
+        return await run_multi_case(case, model, mode, clarify=clarify)
+    if mode == "graph":
+        raise UserError("--mode graph is for the multi-turn categories; use loop here.")
     return await run_case(case, model, mode)
 
 
@@ -218,6 +224,7 @@ async def run_category(
     workers: int = 1,
     on_result: Callable[[CaseResult], None] | None = None,
     ray: tuple[str, ModelSpec] | None = None,
+    clarify: bool = False,
 ) -> list[CaseResult]:
     """Run the cases not yet in `path`, appending each result as it completes.
 
@@ -240,7 +247,7 @@ async def run_category(
 
         async def one(case: Any) -> None:
             async with gate:
-                result = await run_one(case, model, mode)
+                result = await run_one(case, model, mode, clarify)
             record(result)
 
         for case in cases:
@@ -304,5 +311,6 @@ def summarize(results: list[CaseResult]) -> dict[str, Any]:
         "prompt_s": sum(r.prompt_seconds for r in results),
         "generation_s": sum(r.generation_seconds for r in results),
         "total_s": sum(r.seconds for r in results),
+        "asked": sum(r.asked for r in results),
         "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])),
     }

@@ -28,6 +28,7 @@ from bigloop.atoms.tool import Tool
 from bigloop.eval.bfcl import SETTINGS, CaseResult, Mode
 from bigloop.eval.bfcl_data import MULTI_TURN, _read_jsonl, data_dir, to_json_schema
 from bigloop.loop import Budget, Loop
+from bigloop.schedule.clarify import Clarify
 
 STEPS_PER_TURN = 6
 TOP_K = 10  # loop mode offers the 10 functions most relevant to each turn's request
@@ -101,8 +102,9 @@ class Simulation:
         )
         return [str(r) for r in results]
 
-    def tools(self, docs: list[dict[str, Any]]) -> list[Tool]:
-        """The docs as tools whose calls run in this simulation."""
+    def tools(self, docs: list[dict[str, Any]], *, stateful: bool = False) -> list[Tool]:
+        """The docs as tools whose calls run in this simulation (`stateful`: marked not
+        idempotent, so a task graph keeps their order)."""
 
         def runner(name: str) -> Any:
             def run(**arguments: Any) -> str:
@@ -117,6 +119,7 @@ class Simulation:
                 to_json_schema(d["parameters"]),
                 runner(d["name"]),
                 inline=True,
+                idempotent=not stateful,
             )
             for d in docs
         ]
@@ -141,14 +144,20 @@ def score_multi(case: MultiCase, decoded: list[list[list[str]]]) -> tuple[bool, 
     return bool(result["valid"]), None if result["valid"] else result.get("error_type")
 
 
-async def run_multi_case(case: MultiCase, model: ChatModel, mode: Mode) -> CaseResult:
-    """Run every turn of `case`, then score it with BFCL's multi-turn checker."""
+async def run_multi_case(
+    case: MultiCase, model: ChatModel, mode: Mode, *, clarify: bool = False
+) -> CaseResult:
+    """Run every turn of `case`, then score it with BFCL's multi-turn checker.
+
+    With `clarify`, the loop may stop a turn to ask the user (BFCL's miss_param turns
+    leave out a value); such a turn makes no calls and is counted in `asked`.
+    """
     sim = Simulation(case)
     usage = Usage()
     start = time.perf_counter()
     decoded: list[list[list[str]]] = []
     raws: list[str] = []
-    repairs = 0
+    repairs = asked = 0
     error = None
     history: list[Message] = []
     try:
@@ -158,8 +167,11 @@ async def run_multi_case(case: MultiCase, model: ChatModel, mode: Mode) -> CaseR
             if mode == "raw":
                 steps, history = await _raw_turn(model, sim, docs, history, request, usage, raws)
             else:
-                steps, history, fixes = await _loop_turn(model, sim, docs, history, request, usage)
+                steps, history, fixes, question = await _loop_turn(
+                    model, sim, docs, history, request, usage, mode, clarify
+                )
                 repairs += fixes
+                asked += question
             decoded.append(steps)
     except ModelUnavailable as e:
         error = str(e)
@@ -177,6 +189,7 @@ async def run_multi_case(case: MultiCase, model: ChatModel, mode: Mode) -> CaseR
         valid_calls=True,
         repairs=repairs,
         raw=raws,
+        asked=asked,
     )
 
 
@@ -187,26 +200,33 @@ async def _loop_turn(
     history: list[Message],
     request: str,
     usage: Usage,
-) -> tuple[list[list[str]], list[Message], int]:
+    mode: Mode = "loop",
+    clarify: bool = False,
+) -> tuple[list[list[str]], list[Message], int, bool]:
     loop = Loop(
         model,
-        sim.tools(docs),
+        # The simulations keep state: their calls are side effects, kept in planned order.
+        sim.tools(docs, stateful=mode == "graph"),
         budget=Budget(max_steps=STEPS_PER_TURN),
         settings=SETTINGS,
         top_k=TOP_K,
+        planner="graph" if mode == "graph" else "react",
+        clarify=Clarify() if clarify else None,
     )
     result = await loop.run(request, history=history)
     usage.add(result.usage)
-    steps: list[list[str]] = []
     turn_of: dict[int, list[str]] = {}
     for step in result.steps:
         if step.kind == "tool" and step.error is None and step.message is not None:
-            # Calls of one model turn form one BFCL step.
-            owner = max(s.index for s in result.steps if s.kind == "model" and s.index < step.index)
+            # Calls of one model turn form one BFCL step (a graph's plan: one step).
+            owner = max(
+                (s.index for s in result.steps if s.kind == "model" and s.index < step.index),
+                default=-1,
+            )
             turn_of.setdefault(owner, []).append(call_string(step.name, step.input))
     steps = [turn_of[k] for k in sorted(turn_of)]
-    fixes = sum(1 for s in result.steps if s.error not in (None, "repeated"))
-    return steps, result.messages, fixes
+    fixes = sum(1 for s in result.steps if s.error not in (None, "repeated", "unanswered"))
+    return steps, result.messages, fixes, result.status == "input_required"
 
 
 async def _raw_turn(

@@ -10,10 +10,13 @@ nowhere in the task, the earlier turns or the tool results. The decision is trac
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
+
+_TOKEN = re.compile(r"[^\W_]+")
 
 AskFn = Callable[[str], "str | Awaitable[str]"]
 """Asks the user a question and returns the answer (sync or async)."""
@@ -48,13 +51,9 @@ class Clarify:
             value = call.arguments[name]
             schema = props.get(name, {})
             guessable = isinstance(value, str | int | float) and not isinstance(value, bool)
-            if (
-                self.ungrounded
-                and guessable
-                and "enum" not in schema
-                and _mention(value) not in haystack
-            ):
-                unknown.append(name)
+            if self.ungrounded and guessable and "enum" not in schema:
+                if not grounded(value, haystack):
+                    unknown.append(name)
         if not unknown:
             return None
         what = " and ".join(_describe(n, props.get(n, {})) for n in unknown)
@@ -68,10 +67,14 @@ async def ask_user(ask: AskFn, question: str) -> str:
     return str(answer)
 
 
-def _mention(value: str | int | float) -> str:
+def grounded(value: str | int | float, context: str) -> bool:
+    """Whether every word and number of `value` occurs in `context` (lower case): an
+    expression built from the task's numbers is grounded; a name the task never said is
+    not."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    return str(value).lower().strip()
+    tokens = _TOKEN.findall(str(value).lower())
+    return all(t in context for t in tokens)
 
 
 def _describe(name: str, schema: dict[str, object]) -> str:

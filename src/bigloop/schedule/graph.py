@@ -28,6 +28,7 @@ from bigloop.atoms.models.prompts import LOOP_NOTE, describe_tools, to_plain_cha
 from bigloop.schedule.call import CallResult
 from bigloop.schedule.plan import InvalidPlan, Plan, PlanStep, is_empty, parse_plan, plan_schema
 from bigloop.schedule.plan import resolve as resolve_refs
+from bigloop.schedule.select import listed_items
 from bigloop.trace.records import Step
 
 _DECODER = json.JSONDecoder()
@@ -145,7 +146,9 @@ class GraphPlanner:
             planning = not g.steps and bool(state.specs)
             replan = bool(g.troubled) and g.replans < self.max_replans and bool(state.specs)
             messages = self._prompt(loop, state, planning=planning, replan=replan)
-            schema = plan_schema(state.specs, allow_answer=not planning)
+            items = listed_items(state.task) if planning else []
+            min_steps = min(len(items), self.max_plan_steps) or 1
+            schema = plan_schema(state.specs, allow_answer=not planning, min_steps=min_steps)
             if not (planning or replan):
                 schema = {
                     "type": "object",
@@ -165,7 +168,7 @@ class GraphPlanner:
             try:
                 parsed = parse_plan(
                     response.text,
-                    {s.name: s for s in state.specs},
+                    {s.name: s for s in loop.specs},
                     first_id=g.next_id,
                     done=g.outputs,
                 )
@@ -226,7 +229,7 @@ class GraphPlanner:
                     if failed := sorted(step.deps & g.failed):
                         refs = ", ".join(f"${n}" for n in failed)
                         yield self._record(state, step, _skipped(step, refs))
-                    elif step.deps <= set(g.outputs):
+                    elif (step.deps | _order_deps(loop, g, step)) <= set(g.outputs):
                         running[asyncio.ensure_future(self._run_step(loop, state, step))] = step
                 if not running:
                     return
@@ -263,7 +266,7 @@ class GraphPlanner:
         a step not yet written) is left out and the joiner is told.
         """
         g = state.graph
-        specs = {s.name: s for s in state.specs}
+        specs = {s.name: s for s in loop.specs}
         reader = _StepReader()
         accepted: list[dict[str, Any]] = []
         seen: set[str] = set()
@@ -357,10 +360,26 @@ class GraphPlanner:
         state.messages.append(Message(role="assistant", content=state.answer or ""))
 
 
-def restore(steps: list[Step], state: _State) -> None:
+def _order_deps(loop: Loop, g: GraphState, step: PlanStep) -> set[int]:
+    """Earlier steps this one must wait for although it uses none of their results: tools
+    with side effects (not idempotent) keep the planned order — a write waits for every
+    earlier step, and every step waits for the earlier writes. Reads between two writes
+    run concurrently."""
+
+    def writes(s: PlanStep) -> bool:
+        tool = loop.tools.get(s.tool)
+        return tool is not None and not tool.idempotent
+
+    earlier = [s for s in g.steps.values() if s.id < step.id]
+    if writes(step):
+        return {s.id for s in earlier}
+    return {s.id for s in earlier if writes(s)}
+
+
+def restore(loop: Loop, steps: list[Step], state: _State) -> None:
     """Rebuild a graph run's progress from its stored steps (for resume)."""
     g = state.graph
-    specs = {s.name: s for s in state.specs}
+    specs = {s.name: s for s in loop.specs}
     for s in steps:
         if s.kind == "model" and s.message is not None and s.message.name in ("plan", "join"):
             try:
@@ -370,12 +389,18 @@ def restore(steps: list[Step], state: _State) -> None:
             if isinstance(parsed, Plan):
                 g.replans += s.message.name == "join"
                 g.add(parsed)
-        elif s.kind == "tool" and s.message and (s.message.tool_call_id or "").startswith("$"):
-            sid = int((s.message.tool_call_id or "$0")[1:])
+        elif s.kind in ("tool", "ask") and (ref := _step_ref(s)) is not None:
+            sid = ref
             g.outputs[sid] = s.output if isinstance(s.output, str) else json.dumps(s.output)
             g.calls[sid] = ToolCall(id=f"${sid}", name=s.name, arguments=s.input)
             if s.error:
                 g.failed.add(sid)
+
+
+def _step_ref(step: Step) -> int | None:
+    """The plan step id ("$N") a stored tool step answered, if it came from a plan."""
+    ref = step.message.tool_call_id if step.message else None
+    return int(ref[1:]) if ref and ref.startswith("$") and ref[1:].isdigit() else None
 
 
 def _skipped(step: PlanStep, refs: str) -> CallResult:
@@ -394,11 +419,22 @@ def _render_results(g: GraphState) -> str:
     for sid in sorted(g.outputs):
         call = g.calls.get(sid)
         args = json.dumps(call.arguments if call else g.steps[sid].arguments, ensure_ascii=False)
-        output = g.outputs[sid]
+        output = _readable(g.outputs[sid])
         if is_empty(output):
             output = f"{output or '(nothing)'} (empty result)"
         lines.append(f"[{sid}] {g.steps[sid].tool}({args}) -> {output}")
     return "\n".join(lines)
+
+
+def _readable(output: str) -> str:
+    """A flat JSON object as `key: value` pairs, which small models read more reliably."""
+    try:
+        value = json.loads(output)
+    except json.JSONDecodeError:
+        return output
+    if isinstance(value, dict) and all(not isinstance(v, dict | list) for v in value.values()):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    return output
 
 
 def _earlier_turns(state: _State) -> list[Message]:

@@ -50,9 +50,12 @@ class Plan:
         return {s.id for s in self.steps}
 
 
-def plan_schema(specs: list[ToolSpec], *, allow_answer: bool = False) -> dict[str, Any]:
+def plan_schema(
+    specs: list[ToolSpec], *, allow_answer: bool = False, min_steps: int = 1
+) -> dict[str, Any]:
     """The JSON schema of a plan over `specs` (every argument may also be a `$N`
-    reference); with `allow_answer`, a reply may instead be `{"answer": "..."}`."""
+    reference) of at least `min_steps` steps; with `allow_answer`, a reply may instead be
+    `{"answer": "..."}`."""
     from bigloop.atoms.models.local import _grammar_safe
 
     shapes = []
@@ -76,7 +79,7 @@ def plan_schema(specs: list[ToolSpec], *, allow_answer: bool = False) -> dict[st
             "steps": {
                 "type": "array",
                 "items": shapes[0] if len(shapes) == 1 else {"anyOf": shapes},
-                "minItems": 1,
+                "minItems": min_steps,
             }
         },
         "required": ["steps"],

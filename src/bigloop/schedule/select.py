@@ -79,13 +79,20 @@ def _param_text(spec: ToolSpec) -> str:
     return json.dumps(spec.parameters, ensure_ascii=False)
 
 
-_LIST = re.compile(
-    r"\b[\w.-]+(?:,\s*(?:and\s+|or\s+)?[\w.-]+){1,}|\b[A-Z][\w.-]*\s+(?:and|or|vs\.?)\s+[A-Z][\w.-]*"
-)
+_NAME = r"[A-Z][\w'-]*(?:\s[A-Z][\w'-]*)*"
+_SEP = r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|vs\.?)\s+)"
+_LIST = re.compile(rf"{_NAME}(?:{_SEP}{_NAME})+")
+
+
+def listed_items(task: str) -> list[str]:
+    """The names a task enumerates ("Tokyo, Oslo and Cairo" → three), or [] when it lists
+    none. The graph planner asks for at least one step per listed item."""
+    found = max(_LIST.findall(task), key=len, default="")
+    items = [i.strip() for i in re.split(_SEP, found) if i.strip()]
+    return items if len(items) >= 2 else []
 
 
 def choose_planner(task: str) -> str:
-    """The planner `planner="auto"` uses: "graph" when the task names several items at once
-    (a comma list, or "X and Y" of capitalized names), which a task graph looks up
-    concurrently; "react" otherwise."""
-    return "graph" if _LIST.search(task) else "react"
+    """The planner `planner="auto"` uses: "graph" when the task enumerates several named
+    items, which a task graph looks up concurrently; "react" otherwise."""
+    return "graph" if listed_items(task) else "react"
