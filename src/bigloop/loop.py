@@ -517,6 +517,10 @@ class Loop:
         info: dict[str, Any] = {"messages": len(state.messages) - 1, "tools": len(state.specs)}
         if role:
             info["role"] = role
+        if (decision := getattr(self.model, "last_route", None)) is not None:
+            info["route"] = decision.to_dict()
+        if answered_by := getattr(self.model, "last", None):
+            info["answered_by"] = answered_by
         return Step(
             run_id=state.run_id,
             index=len(state.steps),
