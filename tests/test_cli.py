@@ -64,3 +64,16 @@ def test_run_then_trace_on_the_embedded_model(tmp_path: Path) -> None:
     assert shown["steps"][1]["output"] == "19"
     table = bigloop("trace", "show", runs[0]["run_id"][:5], home=tmp_path)
     assert "calculator" in table.stdout
+
+
+def test_tools_list_and_search(tmp_path: Path) -> None:
+    listed = bigloop("tools", "list", "--json", home=tmp_path)
+    assert listed.returncode == 0
+    names = [c["name"] for c in json.loads(listed.stdout)]
+    assert "calculator" in names and "days_between" in names
+    found = bigloop("tools", "search", "days between two dates", "--mode", "bm25", "--json",
+                    home=tmp_path)  # fmt: skip
+    assert found.returncode == 0
+    assert json.loads(found.stdout)[0]["name"] in ("days_between", "add_days")
+    bad = bigloop("tools", "search", "x", "--mode", "psychic", home=tmp_path)
+    assert bad.returncode == 2 and "use hybrid, bm25 or dense" in bad.stderr

@@ -84,3 +84,33 @@ def test_hybrid_search_with_the_embedded_minilm_finds_synonyms(tmp_path: Path) -
     assert [h.card.name for h in loaded.search("what's 17 percent of 230", k=2)] == [
         h.card.name for h in hybrid
     ]
+
+
+def test_loop_offers_the_registrys_top_tools_and_find_tools_adds_more() -> None:
+    import json
+
+    from bigloop import FunctionModel, Loop, Message, ToolSpec
+    from bigloop.atoms.builtin import calculator
+
+    registry = Registry()
+    registry.add_tools(default_tools())
+    registry.build(dense=False)
+    offered: list[list[str]] = []
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        offered.append([t.name for t in tools])
+        if len(offered) == 1:
+            call = {"name": "find_tools", "arguments": {"query": "arithmetic expression"}}
+            return json.dumps({"tool_calls": [call]})
+        if len(offered) == 2:
+            call = {"name": "calculator", "arguments": {"expression": "2+2"}}
+            return json.dumps({"tool_calls": [call]})
+        return json.dumps({"answer": "4"})
+
+    loop = Loop(FunctionModel(reply), registry=registry, top_k=2)
+    result = loop.run_sync("How many days are between 2024-01-01 and 2024-02-01?")
+    assert offered[0][-1] == "find_tools" and len(offered[0]) == 3
+    assert "days_between" in offered[0]
+    assert "calculator" in offered[1] and "calculator" not in offered[0]
+    assert result.answer == "4"
+    assert calculator.name in loop.tools

@@ -370,6 +370,121 @@ def _console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False)
 
 
+tools_app = typer.Typer(help="The tool registry: list, search, build.", no_args_is_help=True)
+app.add_typer(tools_app, name="tools")
+
+RegistryOpt = Annotated[
+    Path | None,
+    typer.Option("--registry", "-r", help="A saved registry folder (default: the built-in tools)."),
+]
+
+
+def _registry(path: Path | None) -> Any:
+    from bigloop.atoms import builtin
+    from bigloop.registry import Registry
+
+    if path is not None:
+        return Registry.load(path)
+    registry = Registry()
+    registry.add_tools(builtin.default_tools())
+    return registry
+
+
+@tools_app.command("list")
+def tools_list(
+    registry_path: RegistryOpt = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many to show.")] = 50,
+    json_out: JsonOpt = False,
+    trace_db: TraceDbOpt = None,
+) -> None:
+    """The registry's atoms with their cards; reliability and latency as observed in the
+    traces when there are any."""
+    import time
+
+    from bigloop.schedule.route import learn_cards
+
+    start = time.perf_counter()
+    registry = _registry(registry_path)
+    load_s = time.perf_counter() - start
+    store = _store(trace_db)
+    cards = learn_cards(registry.cards[:limit], store)
+    if json_out:
+        print(json.dumps([asdict(c) for c in cards], indent=2))
+        return
+    from rich.table import Table
+
+    table = Table("name", "kind", "privacy", "cost", "latency s", "reliability", "description")
+    for c in cards:
+        latency = f"{c.latency_s:.3f}" if c.latency_s is not None else "-"
+        table.add_row(
+            c.name, c.kind, c.privacy, f"{c.cost:g}", latency, f"{c.reliability:.2f}",
+            c.description[:70],
+        )  # fmt: skip
+    console = _console()
+    console.print(table)
+    console.print(f"[dim]{len(registry)} atoms, loaded in {load_s * 1000:.0f} ms[/]")
+
+
+@tools_app.command("search")
+def tools_search(
+    query: Annotated[str, typer.Argument(help="What the tool should do, in words.")],
+    registry_path: RegistryOpt = None,
+    k: Annotated[int, typer.Option("--k", "-k", help="How many results.")] = 5,
+    mode: Annotated[
+        str, typer.Option("--mode", help="hybrid (BM25 + MiniLM), bm25 or dense.")
+    ] = "hybrid",
+    json_out: JsonOpt = False,
+) -> None:
+    """Search the registry for the tools that best fit QUERY."""
+    from bigloop._errors import UserError
+
+    if mode not in ("hybrid", "bm25", "dense"):
+        raise UserError(f"--mode {mode!r}: use hybrid, bm25 or dense.")
+    hits = _registry(registry_path).search(query, k=k, mode=mode)
+    if json_out:
+        rows = [{"rank": h.rank, "score": h.score, "name": h.card.name} for h in hits]
+        print(json.dumps(rows, indent=2))
+        return
+    for h in hits:
+        _console().print(f"{h.rank:>2}. [bold]{h.card.name}[/] {h.card.description[:90]}")
+
+
+@tools_app.command("build")
+def tools_build(
+    out: Annotated[Path, typer.Argument(help="Folder to save the registry in.")],
+    bfcl: Annotated[
+        bool, typer.Option("--bfcl", help="Add every distinct BFCL function doc (~2,900).")
+    ] = False,
+    dense: Annotated[
+        bool, typer.Option("--dense/--no-dense", help="Embed the cards (MiniLM) for hybrid search.")
+    ] = True,
+) -> None:
+    """Build a registry of the built-in tools (and BFCL's functions) and save it."""
+    from bigloop.atoms.card import AtomCard
+
+    registry = _registry(None)
+    if bfcl:
+        from bigloop.eval.bfcl_data import SINGLE_TURN, load_cases
+
+        seen: set[tuple[str, str]] = set()
+        for category in SINGLE_TURN:
+            for case in load_cases(category):
+                for spec in case.tools:
+                    if (spec.name, spec.description) not in seen:
+                        seen.add((spec.name, spec.description))
+                        registry.add(
+                            AtomCard(
+                                name=spec.name,
+                                kind="tool",
+                                description=spec.description,
+                                input_schema=spec.parameters,
+                            )
+                        )
+    registry.build(dense=dense, progress=True)
+    registry.save(out)
+    _console().print(f"Saved {len(registry)} atoms to {out}.")
+
+
 eval_app = typer.Typer(help="Score models and loops on real benchmarks.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 

@@ -26,6 +26,7 @@ from bigloop.atoms.models.base import (
 )
 from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
 from bigloop.atoms.tool import Tool
+from bigloop.registry import FIND_TOOLS, Registry, find_tools_tool
 from bigloop.schedule.call import CallResult, Outcome, call_key, call_tool, prepare_call
 from bigloop.schedule.clarify import AskFn, Clarify, ask_user
 from bigloop.schedule.graph import GraphPlanner, GraphState, restore
@@ -117,6 +118,9 @@ class Loop:
             concurrently, join; `GraphPlanner`), "search" (tree search over candidate
             calls; `SearchPlanner`), "auto" (graph when the task lists several items,
             else react), or a planner object.
+        registry: select the offered tools by searching this registry (hybrid BM25 +
+            dense) for the task, `top_k` of them (default 5); the model also gets
+            `find_tools` to search it for more. Its tools join `tools`.
         clarify: when to ask the user instead of guessing an argument; None never asks.
         ask: how to ask (returns the answer). Without it, a run that must ask stops with
             status "input_required" and the question; `resume(run_id, answer=...)`
@@ -137,7 +141,12 @@ class Loop:
         planner: PlannerName | Planner = "react",
         clarify: Clarify | None = None,
         ask: AskFn | None = None,
+        registry: Registry | None = None,
     ) -> None:
+        if registry is not None:
+            tools = [*tools, *registry.tools_for([c.name for c in registry.cards])]
+            tools = [*{t.name: t for t in tools}.values(), find_tools_tool(registry)]
+            top_k = top_k or 5
         names = [t.name for t in tools]
         if duplicates := {n for n in names if names.count(n) > 1}:
             raise UserError(f"Two tools share the name(s) {sorted(duplicates)}; rename one.")
@@ -160,6 +169,7 @@ class Loop:
         self.planner = planner
         self.clarify = clarify
         self.ask = ask
+        self.registry = registry
 
     async def run(
         self,
@@ -181,7 +191,7 @@ class Loop:
             run_id=uuid.uuid4().hex[:12],
             task=task,
             messages=messages,
-            specs=relevant_tools(task, self.specs)[: self.top_k],
+            specs=self._select(task),
             task_index=len(messages),
         )
         messages.append(Message(role="user", content=task))
@@ -219,7 +229,7 @@ class Loop:
             task=summary.task,
             messages=messages,
             steps=steps,
-            specs=relevant_tools(summary.task, self.specs)[: self.top_k],
+            specs=self._select(summary.task),
             task_index=len(messages),
             intents=self.store.intents(summary.run_id),
         )
@@ -276,6 +286,16 @@ class Loop:
             "required": ["task"],
         }
         return Tool.from_schema(name, description, schema, run, timeout_s=timeout_s)
+
+    def _select(self, task: str) -> list[ToolSpec]:
+        """The tools offered for `task`: the registry's top k (plus `find_tools`), or the
+        loop's tools ranked by relevance (`top_k` of them)."""
+        if self.registry is None:
+            return relevant_tools(task, self.specs)[: self.top_k]
+        by_name = {s.name: s for s in self.specs}
+        hits = self.registry.search(task, k=self.top_k or 5)
+        chosen = [by_name[h.card.name] for h in hits if h.card.name in by_name]
+        return [*chosen, by_name[FIND_TOOLS]]
 
     def _planner_for(self, task: str) -> Planner:
         if not isinstance(self.planner, str):
@@ -486,6 +506,8 @@ class Loop:
         finally:
             del state.inflight[key]
         future.set_result(result)
+        if result.ok and call.name == FIND_TOOLS:
+            self._offer_found(state, result.output)
         if result.ok:
             state.done_calls[key] = result.output
         elif not result.model_mistake:
@@ -493,6 +515,16 @@ class Loop:
         if tool is not None:
             state.cost += tool.card.cost
         return result
+
+    def _offer_found(self, state: _State, output: str) -> None:
+        """Offer the tools `find_tools` found from the next model turn on."""
+        offered = {s.name for s in state.specs}
+        by_name = {s.name: s for s in self.specs}
+        for line in output.splitlines():
+            name = line.split(":", 1)[0].strip("- ").strip()
+            if name in by_name and name not in offered:
+                state.specs.insert(len(state.specs) - 1, by_name[name])
+                offered.add(name)
 
     async def _ask(self, state: _State, question: str) -> str:
         if state.answers:

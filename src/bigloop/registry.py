@@ -132,14 +132,15 @@ class Registry:
         """The `k` cards most relevant to `query`.
 
         Args:
-            mode: "bm25", "dense", or "hybrid" (both, fused by reciprocal rank).
+            mode: "bm25", "dense", or "hybrid" (both, fused by reciprocal rank; BM25 alone
+                when the registry was built without its dense index).
             depth: how many of each ranking the fusion considers.
         """
         if not self.cards:
             return []
         if self._built != len(self.cards):
             self.build(dense=mode != "bm25" or self._ann is not None)
-        if mode == "bm25":
+        if mode == "bm25" or (mode == "hybrid" and self._ann is None):
             ranked = self._bm25_ranking(query, max(k, depth))
         elif mode == "dense":
             ranked = self._dense_ranking(query, max(k, depth))
@@ -234,6 +235,31 @@ def _fuse(*rankings: list[tuple[int, float]]) -> list[tuple[int, float]]:
         for rank, (doc, _) in enumerate(ranking, start=1):
             scores[doc] = scores.get(doc, 0.0) + 1.0 / (RRF_K + rank)
     return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+FIND_TOOLS = "find_tools"
+
+
+def find_tools_tool(registry: Registry, k: int = 5) -> Tool:
+    """A tool the model calls to search `registry` when the tools it was offered are not
+    enough; the loop then offers the tools found."""
+
+    def find_tools(query: str) -> str:
+        hits = registry.search(query, k=k)
+        return "\n".join(f"- {h.card.name}: {h.card.description[:160]}" for h in hits)
+
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "what the tool should do"}},
+        "required": ["query"],
+    }
+    return Tool.from_schema(
+        FIND_TOOLS,
+        "Search the tool registry for tools that can do something the offered tools cannot.",
+        schema,
+        find_tools,
+        inline=True,
+    )
 
 
 def timed_load(path: str | Path) -> tuple[Registry, float]:
