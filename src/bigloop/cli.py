@@ -506,7 +506,8 @@ def eval_bfcl(
         typer.Option(
             "--mode",
             help="raw (the model alone), loop (bigloop, ReAct planner), graph (bigloop, "
-            "task-graph planner; multi-turn categories). Repeat the flag for several.",
+            "task-graph planner; multi-turn categories), retrieve (bigloop offered the top 3 "
+            "of all ~2,900 BFCL functions instead of the case's own). Repeatable.",
         ),
     ] = ["raw", "loop"],  # noqa: B006 - typer reads the default
     clarify: Annotated[
@@ -543,9 +544,9 @@ def eval_bfcl(
     from bigloop._errors import UserError
     from bigloop.eval.bfcl import Mode, load_any, results_path, run_category, summarize
 
-    bad = [m for m in mode if m not in ("raw", "loop", "graph")]
+    bad = [m for m in mode if m not in ("raw", "loop", "graph", "retrieve")]
     if bad:
-        raise UserError(f"--mode {bad[0]!r}: use raw, loop or graph.")
+        raise UserError(f"--mode {bad[0]!r}: use raw, loop, graph or retrieve.")
     from bigloop.atoms.models.spec import ModelSpec
 
     spec = ModelSpec(name=model, base_url=base_url)

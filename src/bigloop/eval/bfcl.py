@@ -29,9 +29,12 @@ from bigloop.eval.bfcl_score import score
 from bigloop.schedule.call import prepare_call, schema_problems
 from bigloop.schedule.select import relevant_tools
 
-Mode = Literal["raw", "loop", "graph"]
+Mode = Literal["raw", "loop", "graph", "retrieve"]
 """raw: the model alone; loop: bigloop's Loop (ReAct planner); graph: the Loop with the
-task-graph planner (multi-turn categories)."""
+task-graph planner (multi-turn categories); retrieve: the Loop, offered only the top
+`RETRIEVE_K` functions retrieved from a registry of every BFCL function (~2,900) instead of
+the case's own list."""
+RETRIEVE_K = 3
 SETTINGS = ModelSettings(temperature=0.0, max_tokens=256)
 
 
@@ -87,6 +90,9 @@ async def run_case(case: Case, model: ChatModel, mode: Mode, max_repairs: int = 
     try:
         if mode == "raw":
             calls = await _raw_calls(case, model, usage, raws)
+        elif mode == "retrieve":
+            offered = await asyncio.to_thread(_retrieved, case)
+            calls, repairs = await _loop_calls(case, model, usage, raws, max_repairs, offered)
         else:
             calls, repairs = await _loop_calls(case, model, usage, raws, max_repairs)
     except ModelUnavailable as e:
@@ -127,13 +133,23 @@ async def _raw_calls(
 
 
 async def _loop_calls(
-    case: Case, model: ChatModel, usage: Usage, raws: list[str], max_repairs: int
+    case: Case,
+    model: ChatModel,
+    usage: Usage,
+    raws: list[str],
+    max_repairs: int,
+    offered: list[ToolSpec] | None = None,
 ) -> tuple[list[tuple[str, Any]], int]:
-    """Ask, adapt, validate; on a problem tell the model exactly what was wrong and ask again."""
-    tools = {t.name: t for t in case.tools}
+    """Ask, adapt, validate; on a problem tell the model exactly what was wrong and ask again.
+
+    Args:
+        offered: the functions to offer (default: the case's own, ranked by relevance).
+    """
     messages = _messages(case)
     context = "\n".join(m.content for m in messages)
-    offered = relevant_tools(case.messages[-1]["content"], case.tools)
+    if offered is None:
+        offered = relevant_tools(case.messages[-1]["content"], case.tools)
+    tools = {t.name: t for t in offered}
     calls: list[tuple[str, Any]] = []
     for attempt in range(max_repairs + 1):
         response = await model.chat(messages, offered, SETTINGS)
@@ -175,6 +191,61 @@ def _prepare(
     return prepared, problems
 
 
+_REGISTRY: list[Any] = []
+
+
+def bfcl_registry() -> Any:
+    """A registry of every distinct BFCL function (single-turn files), hybrid-indexed;
+    saved in the user cache after the first build (embedding takes ~20 s)."""
+    from platformdirs import user_cache_path
+
+    from bigloop.atoms.card import AtomCard
+    from bigloop.eval.bfcl_data import SINGLE_TURN
+    from bigloop.registry import Registry
+
+    if _REGISTRY:
+        return _REGISTRY[0]
+    folder = user_cache_path("bigloop") / "bfcl-registry-2026.3.23"
+    if (folder / "hnsw.usearch").is_file():
+        registry = Registry.load(folder)
+    else:
+        registry = Registry()
+        seen: set[tuple[str, str]] = set()
+        for category in SINGLE_TURN:
+            for c in load_cases(category):
+                for spec in c.tools:
+                    if (spec.name, spec.description) in seen:
+                        continue
+                    seen.add((spec.name, spec.description))
+                    registry.add(
+                        AtomCard(
+                            name=f"{spec.name}#{len(seen)}",
+                            kind="tool",
+                            description=spec.description,
+                            input_schema=spec.parameters,
+                        )
+                    )
+        registry.build()
+        registry.save(folder)
+    _REGISTRY.append(registry)
+    return registry
+
+
+def _retrieved(case: Case) -> list[ToolSpec]:
+    """The top functions the registry finds for the case's request, as the model sees them
+    (names without the registry's #id suffix)."""
+    query = " ".join(m["content"] for m in case.messages if m["role"] == "user")
+    hits = bfcl_registry().search(query, k=RETRIEVE_K)
+    specs: dict[str, ToolSpec] = {}
+    for h in hits:
+        name = h.card.name.split("#")[0]
+        specs.setdefault(
+            name,
+            ToolSpec(name=name, description=h.card.description, parameters=h.card.input_schema),
+        )
+    return list(specs.values())
+
+
 def _messages(case: Case) -> list[Message]:
     return [Message(role=m["role"], content=m["content"]) for m in case.messages]  # type: ignore[arg-type]
 
@@ -212,6 +283,8 @@ async def run_one(case: Any, model: ChatModel, mode: Mode, clarify: bool = False
         return await run_multi_case(case, model, mode, clarify=clarify)
     if mode == "graph":
         raise UserError("--mode graph is for the multi-turn categories; use loop here.")
+    if mode == "retrieve" and case.category in MULTI_TURN:
+        raise UserError("--mode retrieve is for the single-turn categories.")
     return await run_case(case, model, mode)
 
 

