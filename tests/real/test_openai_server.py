@@ -87,3 +87,25 @@ def test_unreachable_server_is_a_clear_failure() -> None:
     result = Loop(model, default_tools()).run_sync("hi")
     assert result.status == "failed"
     assert result.error is not None and "Cannot reach the model server" in result.error
+
+
+def test_graph_planner_through_the_server(server: str) -> None:
+    """Structured output (response_format with a schema) drives the task-graph planner."""
+    from bigloop import tool
+
+    @tool
+    def population(city: str) -> float:
+        """Population of a city (how many people live there), in millions.
+
+        Args:
+            city: the city's name.
+        """
+        return {"Oslo": 0.7, "Lima": 10.7}[city]
+
+    model = OpenAIModel("qwen-0.5b", base_url=server, structured="json_object")
+    result = Loop(model, [population], planner="graph").run_sync(
+        "Which city has the larger population: Oslo or Lima?"
+    )
+    assert result.status == "ok", result.error
+    assert sorted(s.input["city"] for s in result.tool_steps) == ["Lima", "Oslo"]
+    assert result.answer
