@@ -74,7 +74,7 @@ def build_loop(planner: str, db: Path, ledger: Path) -> Any:
         return json.dumps({"answer": f"{len(done)} calls done"})
 
     def graph_reply(messages: list[Message], tools: list[ToolSpec]) -> str:
-        if messages[-1].content.startswith("Task:"):
+        if messages[-1].content.startswith("Results of the steps"):
             return json.dumps({"answer": "all done"})
         steps = [
             {"tool": k, "arguments": {"i": i}} for i in range(ITEMS) for k in ("fetch", "charge")

@@ -83,7 +83,7 @@ def test_joiner_sees_results_and_the_task() -> None:
 
     Loop(FunctionModel(reply), [slow_price], planner="graph").run_sync("Coffee in Lima?")
     join = seen[1][-1].content
-    assert "Task: Coffee in Lima?" in join
+    assert "Answer my task from these results: Coffee in Lima?" in join
     assert '[1] slow_price({"city": "Lima"}) -> 1.5' in join
 
 
@@ -137,7 +137,7 @@ def test_graph_run_resumes_without_redoing_completed_steps(tmp_path: Path) -> No
     store = TraceStore(tmp_path / "t.db")
 
     async def slow_joiner(messages: list[Message], tools: list[ToolSpec]) -> str:
-        if messages[-1].content.startswith("Task:"):
+        if messages[-1].content.startswith("Results of the steps"):
             await asyncio.sleep(30)  # killed while the joiner thinks
         return plan(("slow_price", {"city": "Oslo"}), ("slow_price", {"city": "Lima"}))
 

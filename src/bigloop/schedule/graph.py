@@ -49,20 +49,21 @@ Plan: {{"steps": [{{"tool": "population", "arguments": {{"country": "Peru"}}}}, 
 {{"tool": "population", "arguments": {{"country": "Chile"}}}}, \
 {{"tool": "add", "arguments": {{"a": "$1", "b": "$2"}}}}]}}"""
 
-JOIN_SYSTEM = """\
-You answer a task from the results of tool calls made for it.
-Reply with JSON: {"answer": "<the final answer to the task, using the results>"}"""
+JOIN = """\
+Results of the steps:
+{results}
 
-REPLAN_SYSTEM = """\
-You answer a task from the results of tool calls made for it. Some calls failed or came \
-back empty. Tools (name, description, arguments schema):
-{tools}
+Answer my task from these results: {task}
+Reply with JSON: {{"answer": "<the final answer>"}}"""
 
-Reply with JSON, one of:
-{{"answer": "<the final answer to the task, using the results>"}} if the results are enough;
-{{"steps": [...]}} with new tool calls for only what is missing; "$N" uses result [N]."""
+REPLAN = """\
+Results of the steps:
+{results}
 
-RESULTS = "Task: {task}\n\nResults:\n{results}"
+Some steps failed or came back empty. Reply with JSON, one of:
+{{"answer": "<the final answer to my task>"}} if the results are enough;
+{{"steps": [...]}} with new steps for only what is missing ("$N" uses result [N]).
+My task: {task}"""
 
 
 class _StepReader:
@@ -104,6 +105,7 @@ class GraphState:
     failed: set[int] = field(default_factory=set)
     calls: dict[int, ToolCall] = field(default_factory=dict)
     replans: int = 0
+    plan_text: str = ""
     note: str | None = None
     last_reply: str = ""
 
@@ -115,9 +117,17 @@ class GraphState:
     def unfinished(self) -> list[PlanStep]:
         return [s for s in self.steps.values() if s.id not in self.outputs]
 
-    @property
-    def troubled(self) -> list[int]:
-        return sorted(i for i, out in self.outputs.items() if i in self.failed or is_empty(out))
+    def troubled(self, loop: Loop) -> list[int]:
+        """Steps that failed, or read nothing (an empty result from a tool with side
+        effects, e.g. `None` from mkdir, is its normal success)."""
+
+        def reads(sid: int) -> bool:
+            tool = loop.tools.get(self.steps[sid].tool) if sid in self.steps else None
+            return tool is None or tool.idempotent
+
+        return sorted(
+            i for i, out in self.outputs.items() if i in self.failed or (is_empty(out) and reads(i))
+        )
 
     def add(self, plan: Plan) -> None:
         self.steps.update({s.id: s for s in plan.steps})
@@ -144,7 +154,7 @@ class GraphPlanner:
                     yield step
             loop._check_budget(state)
             planning = not g.steps and bool(state.specs)
-            replan = bool(g.troubled) and g.replans < self.max_replans and bool(state.specs)
+            replan = bool(g.troubled(loop)) and g.replans < self.max_replans and bool(state.specs)
             messages = self._prompt(loop, state, planning=planning, replan=replan)
             items = listed_items(state.task) if planning else []
             min_steps = min(len(items), self.max_plan_steps) or 1
@@ -183,22 +193,26 @@ class GraphPlanner:
                 return
             if not planning:
                 g.replans += 1
+            g.plan_text = g.plan_text or response.text
             g.add(parsed)
 
     def _prompt(self, loop: Loop, state: _State, *, planning: bool, replan: bool) -> list[Message]:
+        """The planner's conversation. The joiner continues it (plan, then a user turn with
+        the results) instead of starting a new one, so a local model reuses the cached
+        prompt and pays only for the results."""
         g = state.graph
-        tools = describe_tools(state.specs)
-        if planning:
-            system = PLAN_SYSTEM.format(tools=tools)
-            user = state.task
-        else:
-            system = REPLAN_SYSTEM.format(tools=tools) if replan else JOIN_SYSTEM
-            user = RESULTS.format(task=state.task, results=_render_results(g))
+        system = PLAN_SYSTEM.format(tools=describe_tools(state.specs))
         if loop.system:
             system = f"{loop.system}\n\n{system}"
         messages = [Message(role="system", content=system)]
         messages += _earlier_turns(state)
-        messages.append(Message(role="user", content=user))
+        messages.append(Message(role="user", content=state.task))
+        if not planning:
+            if g.plan_text:
+                messages.append(Message(role="assistant", content=g.plan_text))
+            results = _render_results(g)
+            turn = (REPLAN if replan else JOIN).format(results=results, task=state.task)
+            messages.append(Message(role="user", content=turn))
         if g.note:
             messages.append(Message(role="assistant", content=g.last_reply))
             messages.append(Message(role="user", content=g.note, name=LOOP_NOTE))
@@ -304,6 +318,7 @@ class GraphPlanner:
         if skipped:
             g.note = "Some planned steps were left out: " + " ".join(skipped)
         text = json.dumps({"steps": accepted}, ensure_ascii=False) if accepted else reader.text
+        g.plan_text = g.plan_text or text
         response = ModelResponse(text=text, raw=text, usage=usage)
         reply = Message(role="assistant", content=text, name="plan")
         yield loop._model_step(state, response, reply, role="plan")
@@ -388,6 +403,7 @@ def restore(loop: Loop, steps: list[Step], state: _State) -> None:
                 continue
             if isinstance(parsed, Plan):
                 g.replans += s.message.name == "join"
+                g.plan_text = g.plan_text or s.message.content
                 g.add(parsed)
         elif s.kind in ("tool", "ask") and (ref := _step_ref(s)) is not None:
             sid = ref
