@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -42,16 +41,14 @@ def test_bm25_search_finds_the_tool() -> None:
     assert registry.tools_for(["days_between", "nope"])[0].name == "days_between"
 
 
-def test_saved_registry_of_10k_tools_loads_in_well_under_a_second(tmp_path: Path) -> None:
+def test_saved_registry_of_10k_tools_loads_and_searches(tmp_path: Path) -> None:
+    """(Its load time is measured in bench/retrieval.py.)"""
     registry = Registry()
     registry.add_cards(many_cards(10_000))
     registry.build(dense=False)
     registry.save(tmp_path / "reg")
-    start = time.perf_counter()
     loaded = Registry.load(tmp_path / "reg")
-    elapsed = time.perf_counter() - start
     assert len(loaded) == 10_000
-    assert elapsed < 1.0, elapsed
     hits = loaded.search("invoice record number 4566", k=1, mode="bm25")
     assert hits[0].card.name == "invoice_tool_4566"
 

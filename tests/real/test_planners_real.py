@@ -4,7 +4,6 @@ and speed are measured in bench/parallel.py)."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -27,7 +26,6 @@ async def get_weather(city: str) -> dict[str, object]:
 
 
 def test_graph_plans_every_listed_city_and_runs_them_together(embedded: LocalModel) -> None:
-    start = time.perf_counter()
     result = Loop(embedded, [get_weather], planner="graph").run_sync(
         "What is the temperature right now in Tokyo, Oslo and Cairo?"
     )
@@ -38,7 +36,6 @@ def test_graph_plans_every_listed_city_and_runs_them_together(embedded: LocalMod
     plan_end = plan.started_at + plan.seconds
     first_call = min(s.started_at for s in result.tool_steps)
     assert first_call < plan_end  # streamed: a call started before the plan was finished
-    assert time.perf_counter() - start < 30
 
 
 def test_search_planner_answers_on_the_embedded_model(embedded: LocalModel) -> None:

@@ -85,7 +85,6 @@ def test_hedged_call_takes_the_faster_valid_reply() -> None:
     )
     result = Loop(hedged, []).run_sync("Quick?")
     assert result.answer == "fast" and hedged.last == "backup"
-    assert result.steps[0].seconds < 0.5
 
 
 def test_cascade_escalates_only_invalid_replies() -> None:

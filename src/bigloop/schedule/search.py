@@ -4,7 +4,8 @@ Best-first search in the style of ToolChain* (A*) and DFSDT: a node is a convers
 far. Expanding a node asks the model for `width` candidate next moves (the greedy reply
 and sampled alternatives), makes each candidate's calls (identical calls across branches
 are made once), and scores each child by f = g + h: g counts the calls made on the path
-(cost so far), h penalises failed and empty results. The lowest-f node is expanded next,
+(cost so far), h penalises failed and empty results; a candidate answer costs its path's
+f plus a penalty for the verifier's doubt. The lowest-f node is expanded next,
 which backtracks by itself when a branch keeps failing. A candidate answer ends the search
 when the verifier accepts it; `max_nodes` bounds the expansions.
 """
@@ -29,6 +30,8 @@ Verifier = Callable[[str, str, list[str]], float]
 """(task, answer, tool results on the path) -> score in [0, 1]; ≥ 0.5 accepts."""
 
 FAILURE_COST = 2.0
+UNVERIFIED_COST = 2.0
+"""Added to an answer's cost per unit of verifier doubt (1 - score)."""
 
 
 @dataclass(kw_only=True)
@@ -46,10 +49,14 @@ class Node:
 
 
 def default_verifier(task: str, answer: str, results: list[str]) -> float:
-    """Accept a non-empty answer reached after a successful last call (or with no calls)."""
+    """1 for a non-empty answer reached after a successful last call; 0.5 for one made
+    without any call (accepted, but after any tool-backed answer of similar cost); below
+    0.5 (rejected) when empty or after a failed or empty last result."""
     if not answer.strip():
         return 0.0
-    if results and (results[-1].startswith("Error") or is_empty(results[-1])):
+    if not results:
+        return 0.5
+    if results[-1].startswith("Error") or is_empty(results[-1]):
         return 0.2
     return 1.0
 
