@@ -91,12 +91,12 @@ class SearchPlanner:
         ids = itertools.count()
         root = Node(id=next(ids), parent=None, messages=list(state.messages))
         frontier: list[tuple[float, int, Node]] = [(0.0, root.id, root)]
-        answers: list[tuple[float, int, Node, str]] = []
+        answers: list[tuple[float, float, int, Node, str]] = []
         expanded = 0
         while frontier and expanded < self.max_nodes:
             _, _, node = heapq.heappop(frontier)
-            if answers and answers[0][0] <= node.f:
-                break  # the best answer costs no more than any open path
+            if answers and answers[0][0] < node.f:
+                break  # the best answer costs less than any open path
             expanded += 1
             seen: set[str] = set()
             for k in range(self.width):
@@ -121,9 +121,8 @@ class SearchPlanner:
                 if not response.tool_calls:
                     score = self.verifier(state.task, response.text, child.results)
                     if score >= 0.5:
-                        heapq.heappush(
-                            answers, (child.f + 1 - score, child.id, child, response.text)
-                        )
+                        cost = child.f + UNVERIFIED_COST * (1 - score)
+                        heapq.heappush(answers, (cost, 1 - score, child.id, child, response.text))
                     continue
                 async for step in loop._call(
                     state, response.tool_calls, repeats_are_mistakes=False
@@ -142,7 +141,7 @@ class SearchPlanner:
                 f"Tree search found no accepted answer in {expanded} expansions "
                 f"(max_nodes={self.max_nodes})."
             )
-        _, _, best, answer = answers[0]
+        *_, best, answer = answers[0]
         state.messages[:] = best.messages
         state.answer = answer
 
