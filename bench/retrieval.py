@@ -167,6 +167,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=600, help="queries evaluated (sampled)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--embed-only", action="store_true", help="compute and cache the card embeddings, stop"
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     reals = real_cards()
@@ -182,6 +185,8 @@ def main() -> None:
         start = time.perf_counter()
         vectors = embeddings(cards)
         embed_s = time.perf_counter() - start
+        if args.embed_only:
+            continue
         registry = Registry()
         registry.add_cards(cards)
         start = time.perf_counter()

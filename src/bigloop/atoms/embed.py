@@ -23,13 +23,16 @@ class Embedder:
 
     Args:
         batch_size: texts per forward pass when encoding many.
+        max_tokens: texts are cut to this many tokens (MiniLM allows 256; a tool's name,
+            first sentences and parameters fit in 128, and encoding is ~2x faster).
     """
 
     name = "all-MiniLM-L6-v2 (embedded)"
     dim = DIM
 
-    def __init__(self, *, batch_size: int = 64) -> None:
+    def __init__(self, *, batch_size: int = 64, max_tokens: int = 128) -> None:
         self.batch_size = batch_size
+        self.max_tokens = max_tokens
 
     def model(self) -> Any:
         with _LOCK:
@@ -52,7 +55,9 @@ class Embedder:
         """An (n, 384) float32 array of unit vectors."""
         import numpy as np
 
-        vectors = self.model().encode(
+        model = self.model()
+        model.max_seq_length = self.max_tokens
+        vectors = model.encode(
             texts,
             batch_size=self.batch_size,
             normalize_embeddings=True,
