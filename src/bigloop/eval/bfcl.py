@@ -26,7 +26,7 @@ from bigloop.atoms.models.parse import parse_reply
 from bigloop.atoms.models.spec import ModelSpec
 from bigloop.eval.bfcl_data import MULTI_TURN, Case, load_cases
 from bigloop.eval.bfcl_score import score
-from bigloop.schedule.call import prepare_call, schema_problems
+from bigloop.schedule.call import call_key, prepare_call, schema_problems
 from bigloop.schedule.select import relevant_tools
 
 Mode = Literal["raw", "loop", "graph", "retrieve"]
@@ -176,10 +176,15 @@ async def _loop_calls(
 def _prepare(
     calls: list[ToolCall], tools: dict[str, ToolSpec], context: str
 ) -> tuple[list[tuple[str, Any]], list[str]]:
-    """The loop's call checks (`prepare_call`), then strict schema validation."""
+    """The loop's call checks (`prepare_call`), then strict schema validation. Identical
+    calls in one reply are made once, as the Loop does."""
     prepared: list[tuple[str, Any]] = []
     problems: list[str] = []
+    seen: set[str] = set()
     for call in calls:
+        if (key := call_key(call)) in seen:
+            continue
+        seen.add(key)
         if call.name not in tools:
             problems.append(f"{call.name!r} is not an available function ({', '.join(tools)})")
             prepared.append((call.name, call.arguments))
