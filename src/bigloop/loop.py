@@ -160,6 +160,7 @@ class Loop:
         self.specs = [
             ToolSpec(name=t.name, description=t.description, parameters=t.schema) for t in tools
         ]
+        self._spec_by_name = {s.name: s for s in self.specs}
         self.system = system
         self.budget = budget or Budget()
         self.settings = settings or ModelSettings()
@@ -292,7 +293,7 @@ class Loop:
         loop's tools ranked by relevance (`top_k` of them)."""
         if self.registry is None:
             return relevant_tools(task, self.specs)[: self.top_k]
-        by_name = {s.name: s for s in self.specs}
+        by_name = self._spec_by_name
         hits = self.registry.search(task, k=self.top_k or 5)
         chosen = [by_name[h.card.name] for h in hits if h.card.name in by_name]
         return [*chosen, by_name[FIND_TOOLS]]
@@ -459,7 +460,7 @@ class Loop:
         clarification policy flags is put to the user instead; a non-idempotent call that
         a crash interrupted is not made again.
         """
-        spec = next((s for s in self.specs if s.name == call.name), None)
+        spec = self._spec_by_name.get(call.name)
         if spec is not None:
             context = self._context(state)
             adapted, problems = prepare_call(call, spec, context)
@@ -519,7 +520,7 @@ class Loop:
     def _offer_found(self, state: _State, output: str) -> None:
         """Offer the tools `find_tools` found from the next model turn on."""
         offered = {s.name for s in state.specs}
-        by_name = {s.name: s for s in self.specs}
+        by_name = self._spec_by_name
         for line in output.splitlines():
             name = line.split(":", 1)[0].strip("- ").strip()
             if name in by_name and name not in offered:
