@@ -8,7 +8,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bigloop import FunctionModel, Loop, Message, ScriptedModel, ToolSpec, TraceStore, tool
+from bigloop import (
+    FunctionModel,
+    Loop,
+    Message,
+    ModelSettings,
+    ScriptedModel,
+    ToolSpec,
+    TraceStore,
+    tool,
+)
 from bigloop.schedule.graph import GraphPlanner
 
 CALLS: list[str] = []
@@ -160,16 +169,11 @@ def test_graph_run_resumes_without_redoing_completed_steps(tmp_path: Path) -> No
 def test_structured_settings_reach_the_model() -> None:
     schemas: list[object] = []
 
-    async def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+    def reply(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> str:
+        schemas.append(settings.response_schema)
         return plan(("add", {"a": 1, "b": 2})) if len(schemas) == 1 else answer("3")
 
-    class Recording(FunctionModel):
-        async def chat(self, messages, tools, settings=None):  # type: ignore[no-untyped-def]
-            schemas.append(settings.response_schema if settings else None)
-            return await super().chat(messages, tools, settings)
-
-    loop = Loop(Recording(reply), [add], planner=GraphPlanner(stream=False))
-    loop.run_sync("1+2?")
+    Loop(FunctionModel(reply), [add], planner=GraphPlanner(stream=False)).run_sync("1+2?")
     assert schemas[0] is not None and "steps" in json.dumps(schemas[0])
     assert schemas[1] == {
         "type": "object",

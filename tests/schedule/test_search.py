@@ -35,12 +35,7 @@ def model_that_guesses_wrong_first() -> FunctionModel:
             return answer(f"I found: {last.content}")
         return call("find_file", name="notes.md" if settings.temperature == 0 else "notes.txt")
 
-    class Model(FunctionModel):
-        async def chat(self, messages, tools, settings=None):  # type: ignore[no-untyped-def]
-            self._fn = lambda m, t: reply(m, t, settings or ModelSettings())
-            return await super().chat(messages, tools, settings)
-
-    return Model(reply)  # type: ignore[arg-type]
+    return FunctionModel(reply)
 
 
 def test_search_backtracks_from_a_failing_branch() -> None:

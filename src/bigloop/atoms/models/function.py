@@ -18,14 +18,18 @@ from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, Too
 from bigloop.atoms.models.parse import to_response
 
 Reply = str | ModelResponse
-ReplyFn = Callable[[list[Message], list[ToolSpec]], Reply | Awaitable[Reply]]
+ReplyFn = Callable[..., Reply | Awaitable[Reply]]
+"""`fn(messages, tools)` or `fn(messages, tools, settings)`, sync or async."""
 
 
 class FunctionModel:
-    """A chat model whose every turn is computed by `fn(messages, tools)`."""
+    """A chat model whose every turn is computed by `fn(messages, tools)` — or by
+    `fn(messages, tools, settings)` when it takes a third parameter (to see the sampling
+    temperature or the structured-output schema a planner asked for)."""
 
     def __init__(self, fn: ReplyFn, *, name: str = "function") -> None:
         self._fn = fn
+        self._wants_settings = len(inspect.signature(fn).parameters) >= 3
         self._name = name
         self._ids = itertools.count(1)
 
@@ -44,7 +48,10 @@ class FunctionModel:
         settings: ModelSettings | None = None,
     ) -> ModelResponse:
         start = time.perf_counter()
-        reply = self._fn(messages, tools)
+        if self._wants_settings:
+            reply = self._fn(messages, tools, settings or ModelSettings())
+        else:
+            reply = self._fn(messages, tools)
         if inspect.isawaitable(reply):
             reply = await reply
         if isinstance(reply, ModelResponse):
