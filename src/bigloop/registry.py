@@ -167,10 +167,9 @@ class Registry:
             )
         vector = self.embedder.encode([query])[0]
         matches = self._ann.search(vector, min(depth, len(self.cards)))
-        return [
-            (int(key), 1.0 - float(dist))
-            for key, dist in zip(matches.keys, matches.distances, strict=True)
-        ]
+        n = len(self.cards)  # usearch pads a short result with sentinel keys
+        pairs = zip(matches.keys, matches.distances, strict=True)
+        return [(int(key), 1.0 - float(dist)) for key, dist in pairs if 0 <= key < n]
 
     def save(self, path: str | Path) -> Path:
         """Write the registry to the folder `path` (created if needed)."""
