@@ -71,9 +71,11 @@ def test_hybrid_search_with_the_embedded_minilm_finds_synonyms(tmp_path: Path) -
     registry = Registry()
     registry.add_tools(default_tools())
     registry.build()
-    # No word in common with the tool's docs: only the dense half can find it.
-    dense = registry.search("how long ago was my birthday in calendar time", k=3, mode="dense")
-    assert "days_between" in [h.card.name for h in dense]
+    # No word in common with the tool's docs ("lb to kg"): only the dense half finds it.
+    query = "how heavy is 5 pounds in kilos"
+    assert "convert_units" not in [h.card.name for h in registry.search(query, mode="bm25")]
+    assert registry.search(query, k=1, mode="dense")[0].card.name == "convert_units"
+    assert registry.search(query, k=1)[0].card.name == "convert_units"
     hybrid = registry.search("what's 17 percent of 230", k=2)
     assert hybrid[0].card.name == "calculator"
     registry.save(tmp_path / "reg")
