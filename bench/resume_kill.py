@@ -107,7 +107,10 @@ def committed(db: Path) -> list[tuple[int, str, str, str]]:
     if not db.exists():
         return []
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT idx, kind, name, input FROM steps ORDER BY idx").fetchall()
+        try:
+            rows = conn.execute("SELECT idx, kind, name, input FROM steps ORDER BY idx").fetchall()
+        except sqlite3.OperationalError:  # killed while the store was creating its tables
+            return []
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 
@@ -121,7 +124,10 @@ def run_id_of(db: Path) -> str | None:
     if not db.exists():
         return None
     with sqlite3.connect(db) as conn:
-        row = conn.execute("SELECT run_id FROM runs").fetchone()
+        try:
+            row = conn.execute("SELECT run_id FROM runs").fetchone()
+        except sqlite3.OperationalError:  # killed while the store was creating its tables
+            return None
     return row[0] if row else None
 
 
