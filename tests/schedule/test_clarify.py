@@ -97,3 +97,12 @@ def test_without_a_callback_the_run_stops_with_the_question_and_resumes_with_the
     assert SENT == [("Ann", "hi")]
     kinds = [(s.kind, s.error) for s in store.steps(first.run_id)]
     assert ("ask", "unanswered") in kinds and ("ask", None) in kinds
+
+
+def test_abbreviations_of_the_request_count_as_grounded() -> None:
+    from bigloop.schedule.clarify import grounded
+
+    request = "convert 26.2 miles to kilometers"
+    assert grounded("km", request) and grounded("mi", request) and grounded(26.2, request)
+    assert not grounded("kg", request)  # no word of the request starts with k…g
+    assert not grounded("bob", "say hi to my colleague")

@@ -70,11 +70,23 @@ async def ask_user(ask: AskFn, question: str) -> str:
 def grounded(value: str | int | float, context: str) -> bool:
     """Whether every word and number of `value` occurs in `context` (lower case): an
     expression built from the task's numbers is grounded; a name the task never said is
-    not."""
+    not. A word of up to three letters also counts when it abbreviates a word of the
+    context ("km" for "kilometers", "C" for "celsius")."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    tokens = _TOKEN.findall(str(value).lower())
-    return all(t in context for t in tokens)
+    words = set(_TOKEN.findall(context))
+    return all(
+        t in context or (len(t) <= 3 and t.isalpha() and any(_abbreviates(t, w) for w in words))
+        for t in _TOKEN.findall(str(value).lower())
+    )
+
+
+def _abbreviates(short: str, word: str) -> bool:
+    """`short` starts like `word` and its letters appear in `word` in order."""
+    if not word.startswith(short[0]):
+        return False
+    rest = iter(word)
+    return all(ch in rest for ch in short)
 
 
 def _describe(name: str, schema: dict[str, object]) -> str:
