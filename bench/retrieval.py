@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from bigloop.atoms.card import AtomCard
-from bigloop.eval.bfcl_data import SINGLE_TURN, _read_jsonl, data_dir, load_cases, to_json_schema
+from bigloop.eval.bfcl_data import function_cards, load_cases
 from bigloop.registry import Registry, card_text
 
 RESULTS = Path(__file__).parent / "results"
@@ -58,26 +58,8 @@ def key(name: str, description: str) -> str:
 
 def real_cards() -> dict[str, AtomCard]:
     """Every distinct BFCL function doc, keyed by (name, description)."""
-    cards: dict[str, AtomCard] = {}
-
-    def add(doc: dict[str, Any], language: str = "python") -> None:
-        k = key(doc["name"], doc.get("description", ""))
-        if k not in cards:
-            cards[k] = AtomCard(
-                name=f"{doc['name']}#{len(cards)}",
-                kind="tool",
-                description=doc.get("description", ""),
-                input_schema=to_json_schema(doc.get("parameters", {}), language),
-            )
-
-    for category in SINGLE_TURN:
-        for case in load_cases(category):
-            for doc in case.functions:
-                add(doc, case.language)
-    for path in sorted((data_dir() / "multi_turn_func_doc").glob("*.json")):
-        for doc in _read_jsonl(path, None):
-            add(doc)
-    return cards
+    cards = function_cards(multi_turn=True)
+    return {key(c.name.split("#")[0], c.description): c for c in cards}
 
 
 def queries(cards: dict[str, AtomCard]) -> list[tuple[str, str, str]]:

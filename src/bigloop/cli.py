@@ -460,26 +460,11 @@ def tools_build(
     ] = True,
 ) -> None:
     """Build a registry of the built-in tools (and BFCL's functions) and save it."""
-    from bigloop.atoms.card import AtomCard
-
     registry = _registry(None)
     if bfcl:
-        from bigloop.eval.bfcl_data import SINGLE_TURN, load_cases
+        from bigloop.eval.bfcl_data import function_cards
 
-        seen: set[tuple[str, str]] = set()
-        for category in SINGLE_TURN:
-            for case in load_cases(category):
-                for spec in case.tools:
-                    if (spec.name, spec.description) not in seen:
-                        seen.add((spec.name, spec.description))
-                        registry.add(
-                            AtomCard(
-                                name=spec.name,
-                                kind="tool",
-                                description=spec.description,
-                                input_schema=spec.parameters,
-                            )
-                        )
+        registry.add_cards(function_cards(multi_turn=True))
     registry.build(dense=dense, progress=True)
     registry.save(out)
     _console().print(f"Saved {len(registry)} atoms to {out}.")

@@ -357,7 +357,7 @@ class Loop:
                 )
                 state.answer_only = False
             response = await self._model_turn(state, state.messages, self.settings, specs)
-            reply = _reply_message(response)
+            reply = response.as_message()
             state.messages.append(reply)
             yield self._model_step(state, response, reply)
             if response.error:
@@ -620,12 +620,6 @@ class Loop:
             **self.config,
             "planner": planner.name,  # the one chosen ("auto" resolved), for resume
         }
-
-
-def _reply_message(response: ModelResponse) -> Message:
-    if response.error:
-        return Message(role="assistant", content=response.raw)
-    return Message(role="assistant", content=response.text, tool_calls=response.tool_calls)
 
 
 def _result(call: ToolCall, outcome: Outcome, output: str) -> CallResult:

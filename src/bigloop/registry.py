@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -259,10 +258,3 @@ def find_tools_tool(registry: Registry, k: int = 5) -> Tool:
         find_tools,
         inline=True,
     )
-
-
-def timed_load(path: str | Path) -> tuple[Registry, float]:
-    """A registry and the seconds its load took (for `bigloop tools list`)."""
-    start = time.perf_counter()
-    registry = Registry.load(path)
-    return registry, time.perf_counter() - start

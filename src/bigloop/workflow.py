@@ -30,6 +30,7 @@ from typing import Any
 
 from bigloop._errors import ModelRetry, ToolFailure, UserError
 from bigloop.atoms.tool import Tool
+from bigloop.schedule.plan import in_cycles
 
 _NAME_REF = re.compile(r"\$([A-Za-z_]\w*)")
 
@@ -83,7 +84,9 @@ class Workflow:
                     f"{', '.join('$' + m for m in missing)}, which is no input or step. "
                     f"Inputs: {sorted(inputs)}; steps: {names}."
                 )
-        _check_acyclic(name, steps)
+        names_set = set(names)
+        if cycle := in_cycles({s.name: s.deps & names_set for s in steps}):
+            raise UserError(f"Workflow {name!r}: steps {cycle} depend on each other (a cycle).")
         if output is not None and output not in names:
             raise UserError(f"Workflow {name!r}: output {output!r} is not a step ({names}).")
         self.name = name
@@ -159,14 +162,3 @@ def _text(value: Any) -> str:
 def _json_type(kind: type) -> str:
     names = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array"}
     return names.get(kind, "object")
-
-
-def _check_acyclic(name: str, steps: list[_Do]) -> None:
-    names = {s.name for s in steps}
-    done: set[str] = set()
-    while len(done) < len(steps):
-        ready = {s.name for s in steps if s.name not in done and (s.deps & names) <= done}
-        if not ready:
-            cycle = sorted(names - done)
-            raise UserError(f"Workflow {name!r}: steps {cycle} depend on each other (a cycle).")
-        done |= ready

@@ -204,32 +204,17 @@ def bfcl_registry() -> Any:
     saved in the user cache after the first build (embedding takes ~20 s)."""
     from platformdirs import user_cache_path
 
-    from bigloop.atoms.card import AtomCard
-    from bigloop.eval.bfcl_data import SINGLE_TURN
+    from bigloop.eval.bfcl_data import function_cards
     from bigloop.registry import Registry
 
     if _REGISTRY:
         return _REGISTRY[0]
-    folder = user_cache_path("bigloop") / "bfcl-registry-2026.3.23"
+    folder = user_cache_path("bigloop") / "bfcl-registry-2026.3.23-v2"
     if (folder / "hnsw.usearch").is_file():
         registry = Registry.load(folder)
     else:
         registry = Registry()
-        seen: set[tuple[str, str]] = set()
-        for category in SINGLE_TURN:
-            for c in load_cases(category):
-                for spec in c.tools:
-                    if (spec.name, spec.description) in seen:
-                        continue
-                    seen.add((spec.name, spec.description))
-                    registry.add(
-                        AtomCard(
-                            name=f"{spec.name}#{len(seen)}",
-                            kind="tool",
-                            description=spec.description,
-                            input_schema=spec.parameters,
-                        )
-                    )
+        registry.add_cards(function_cards())
         registry.build()
         registry.save(folder)
     _REGISTRY.append(registry)

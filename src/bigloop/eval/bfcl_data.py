@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bigloop._errors import UserError
+from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import ToolSpec
 
 SINGLE_TURN = [
@@ -121,6 +122,33 @@ def load_cases(category: str, limit: int | None = None) -> list[Case]:
             )
         )
     return cases
+
+
+def function_cards(*, multi_turn: bool = False) -> list[AtomCard]:
+    """Every distinct BFCL function doc (one per name and description) as a tool card,
+    named `name#n`: BFCL reuses a name for functions with different parameters. The
+    single-turn files' functions first, then (with `multi_turn`) the simulations' docs."""
+    cards: dict[tuple[str, str], AtomCard] = {}
+
+    def add(doc: dict[str, Any], language: str) -> None:
+        key = (doc["name"], doc.get("description", ""))
+        if key not in cards:
+            cards[key] = AtomCard(
+                name=f"{doc['name']}#{len(cards)}",
+                kind="tool",
+                description=key[1],
+                input_schema=to_json_schema(doc.get("parameters", {}), language),
+            )
+
+    for category in SINGLE_TURN:
+        for case in load_cases(category):
+            for doc in case.functions:
+                add(doc, case.language)
+    if multi_turn:
+        for path in sorted((data_dir() / "multi_turn_func_doc").glob("*.json")):
+            for doc in _read_jsonl(path, None):
+                add(doc, "python")
+    return list(cards.values())
 
 
 def to_json_schema(node: Any, language: str = "python") -> dict[str, Any]:

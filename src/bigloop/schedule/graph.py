@@ -13,7 +13,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from bigloop.atoms.models.base import (
@@ -165,7 +165,7 @@ class GraphPlanner:
                     "properties": {"answer": {"type": "string"}},
                     "required": ["answer"],
                 }
-            settings = _with_schema(loop.settings, schema)
+            settings = replace(loop.settings, response_schema=schema)
             if planning and self.stream and hasattr(loop.model, "stream"):
                 source = self._stream_plan(loop, state, messages, settings)
                 async for step in self._execute(loop, state, source):
@@ -460,12 +460,3 @@ def _earlier_turns(state: _State) -> list[Message]:
         return []
     chat = to_plain_chat(earlier, [])[1:]
     return [Message(role=cast(Role, c["role"]), content=c["content"]) for c in chat]
-
-
-def _with_schema(settings: ModelSettings, schema: dict[str, object]) -> ModelSettings:
-    return ModelSettings(
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
-        seed=settings.seed,
-        response_schema=dict(schema),
-    )

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from bigloop._errors import ModelRetry
 from bigloop.atoms.models.base import ToolSpec
@@ -140,7 +140,8 @@ def parse_plan(
         if bad := sorted(step.deps - known):
             refs = ", ".join(f"${n}" for n in bad)
             problems.append(f"step {step.id} uses {refs}, but there is no such step")
-    if not problems and (cycle := _cycle(plan)):
+    deps = {s.id: s.deps & plan.ids for s in plan.steps}
+    if not problems and (cycle := in_cycles(deps)):
         problems.append(f"steps {', '.join(map(str, cycle))} depend on each other (a cycle)")
     if problems:
         raise InvalidPlan("The plan cannot run: " + "; ".join(problems) + ".")
@@ -183,10 +184,13 @@ def _refs(value: Any) -> Iterable[int]:
         yield from (int(n) for n in _REF.findall(value))
 
 
-def _cycle(plan: Plan) -> list[int]:
-    """Ids of steps left over by a topological sort (empty: no cycle)."""
-    deps = {s.id: s.deps & plan.ids for s in plan.steps}
-    done: set[int] = set()
+K = TypeVar("K", int, str)
+
+
+def in_cycles(deps: Mapping[K, set[K]]) -> list[K]:
+    """The nodes a topological sort of `deps` (node -> the nodes it needs) cannot order:
+    those on or behind a cycle; empty when there is none."""
+    done: set[K] = set()
     while True:
         ready = {sid for sid, d in deps.items() if sid not in done and d <= done}
         if not ready:

@@ -163,15 +163,7 @@ class FallbackModel:
     @property
     def card(self) -> AtomCard:
         cards = [m.card for m in self.models]
-        private = all(c.privacy == "local" for c in cards)
-        return AtomCard(
-            name=self.name,
-            kind="model",
-            description="fallback chain",
-            privacy="local" if private else "mixed",
-            cost=max(c.cost for c in cards),
-            reliability=1 - _product(1 - c.reliability for c in cards),
-        )
+        return _redundant(self.name, "fallback chain", cards, max(c.cost for c in cards))
 
     async def chat(
         self,
@@ -255,16 +247,8 @@ class HedgedModel:
 
     @property
     def card(self) -> AtomCard:
-        a, b = self.primary.card, self.backup.card
-        local = a.privacy == "local" and b.privacy == "local"
-        return AtomCard(
-            name=self.name,
-            kind="model",
-            description="hedged pair",
-            privacy="local" if local else "mixed",
-            cost=a.cost + b.cost,
-            reliability=1 - (1 - a.reliability) * (1 - b.reliability),
-        )
+        cards = [self.primary.card, self.backup.card]
+        return _redundant(self.name, "hedged pair", cards, sum(c.cost for c in cards))
 
     async def chat(
         self,
@@ -446,8 +430,16 @@ def _valid(task: asyncio.Future[ModelResponse]) -> bool:
     return task.result().error is None
 
 
-def _product(values: Any) -> float:
-    out = 1.0
-    for v in values:
-        out *= v
-    return out
+def _redundant(name: str, description: str, cards: list[AtomCard], cost: float) -> AtomCard:
+    """The card of atoms used as one: local only if all are; it fails only if all fail."""
+    unreliability = 1.0
+    for c in cards:
+        unreliability *= 1 - c.reliability
+    return AtomCard(
+        name=name,
+        kind="model",
+        description=description,
+        privacy="local" if all(c.privacy == "local" for c in cards) else "mixed",
+        cost=cost,
+        reliability=1 - unreliability,
+    )

@@ -15,11 +15,11 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bigloop._errors import BudgetExceeded
-from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings
+from bigloop.atoms.models.base import Message, ModelSettings
 from bigloop.schedule.plan import is_empty
 from bigloop.trace.records import Step
 
@@ -104,7 +104,7 @@ class SearchPlanner:
                 response = await loop._model_turn(
                     state, node.messages, self._settings(loop.settings, k), state.specs
                 )
-                reply = _reply(response)
+                reply = response.as_message()
                 yield loop._model_step(state, response, reply, role=f"expand:{node.id}")
                 signature = reply.content + repr([(c.name, c.arguments) for c in reply.tool_calls])
                 if response.error or signature in seen:
@@ -148,14 +148,4 @@ class SearchPlanner:
     def _settings(self, base: ModelSettings, k: int) -> ModelSettings:
         if k == 0:
             return base
-        return ModelSettings(
-            temperature=self.temperature,
-            max_tokens=base.max_tokens,
-            seed=(base.seed or 0) + k,
-        )
-
-
-def _reply(response: ModelResponse) -> Message:
-    if response.error:
-        return Message(role="assistant", content=response.raw)
-    return Message(role="assistant", content=response.text, tool_calls=response.tool_calls)
+        return replace(base, temperature=self.temperature, seed=(base.seed or 0) + k)

@@ -84,6 +84,13 @@ class ModelResponse:
     raw: str = ""
     error: str | None = None
 
+    def as_message(self) -> Message:
+        """The assistant turn this reply adds to the conversation (unreadable output is
+        kept as written, so the correction that follows makes sense)."""
+        if self.error:
+            return Message(role="assistant", content=self.raw)
+        return Message(role="assistant", content=self.text, tool_calls=self.tool_calls)
+
 
 @dataclass(kw_only=True)
 class ModelSettings:
