@@ -400,9 +400,16 @@ class Loop:
         A call that must wait for the user's answer is recorded as an unanswered "ask"
         step; the others complete and are recorded before the run stops to ask.
         """
-        outcomes = await asyncio.gather(
-            *(self._call_one(state, c) for c in calls), return_exceptions=True
-        )
+        outcomes: list[CallResult | BaseException]
+        if len(calls) == 1:  # the common case: no task to schedule
+            try:
+                outcomes = [await self._call_one(state, calls[0])]
+            except InputRequired as e:
+                outcomes = [e]
+        else:
+            outcomes = await asyncio.gather(
+                *(self._call_one(state, c) for c in calls), return_exceptions=True
+            )
         question = None
         results = []
         for call, outcome in zip(calls, outcomes, strict=True):

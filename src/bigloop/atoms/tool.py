@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, overload
 
 import pydantic
@@ -45,9 +46,9 @@ class Tool:
     idempotent: bool = True
     inline: bool = False
 
-    @property
+    @cached_property
     def schema(self) -> dict[str, Any]:
-        """JSON schema of the arguments (pydantic's titles left out)."""
+        """JSON schema of the arguments (pydantic's titles left out); computed once."""
         if self.args_model is None:
             return self.parameters or {"type": "object", "properties": {}}
         schema: dict[str, Any] = _strip_titles(self.args_model.model_json_schema())
