@@ -132,34 +132,22 @@ def tasks() -> list[Task]:
         key = (lambda c: CITIES[c][column]) if largest else (lambda c: -CITIES[c][column])
         return max(names, key=key)
 
+    picks = [  # (question, column of CITIES, the largest value wins)
+        ("Which of these cities is the warmest right now: {}?", 0, True),
+        ("Which city has the largest population: {}?", 1, True),
+        ("Which city has the cheapest hotel night: {}?", 3, False),
+    ]
     for names in groups:
-        out.append(
-            Task(
-                text=f"Which of these cities is the warmest right now: {_join(names)}?",
-                kind="pick",
-                expected=[pick(0, True, names)],
-                options=names,
-                lookups=len(names),
+        for question, column, largest in picks:
+            out.append(
+                Task(
+                    text=question.format(_join(names)),
+                    kind="pick",
+                    expected=[pick(column, largest, names)],
+                    options=names,
+                    lookups=len(names),
+                )
             )
-        )
-        out.append(
-            Task(
-                text=f"Which city has the largest population: {_join(names)}?",
-                kind="pick",
-                expected=[pick(1, True, names)],
-                options=names,
-                lookups=len(names),
-            )
-        )
-        out.append(
-            Task(
-                text=f"Which city has the cheapest hotel night: {_join(names)}?",
-                kind="pick",
-                expected=[pick(3, False, names)],
-                options=names,
-                lookups=len(names),
-            )
-        )
         total = round(sum(CITIES[c][2] for c in names), 2)
         out.append(
             Task(
