@@ -16,6 +16,7 @@ run: setup
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy

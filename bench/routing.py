@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from bigloop import LocalModel, ModelResponse, ToolSpec
-from bigloop.eval.bfcl import run_case
 from bigloop.eval.bfcl_data import load_cases
+from bigloop.eval.bfcl_single import run_case
 from bigloop.schedule.clarify import grounded
-from bigloop.schedule.route import CascadeModel, calls_are_valid
+from bigloop.schedule.redundancy import CascadeModel, calls_are_valid
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -7,6 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from bigloop.config import LoopConfig
+from bigloop.trace.store import TraceStore
+
+UNREACHABLE = "http://127.0.0.1:9/v1"
+
 
 def bigloop(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -64,6 +69,64 @@ def test_run_then_trace_on_the_embedded_model(tmp_path: Path) -> None:
     assert shown["steps"][1]["output"] == "19"
     table = bigloop("trace", "show", runs[0]["run_id"][:5], home=tmp_path)
     assert "calculator" in table.stdout
+
+
+def test_config_file_with_overriding_options_is_saved_stored_and_resumed(tmp_path: Path) -> None:
+    config_file = tmp_path / "loop.json"
+    LoopConfig(model="m", base_url=UNREACHABLE, tools=["calculator"], max_steps=5).save(config_file)
+    saved = tmp_path / "saved.json"
+    out = bigloop(
+        "run", "hi", "--config", str(config_file), "--max-steps", "2", "--planner", "react",
+        "--off", "rank_tools", "--off", "listed_items", "--top-k", "1",
+        "--save-config", str(saved), "--json", home=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    first = json.loads(out.stdout)
+    assert first["status"] == "failed"
+    expected = LoopConfig(
+        model="m",
+        base_url=UNREACHABLE,
+        tools=["calculator"],
+        max_steps=2,
+        planner="react",
+        off=["rank_tools", "listed_items"],
+        top_k=1,
+    )
+    assert LoopConfig.load(saved) == expected
+    store = TraceStore(tmp_path / "traces.db")
+    try:
+        assert store.run(first["run_id"]).config == expected.model_dump()
+    finally:
+        store.close()
+    resumed = bigloop("resume", first["run_id"][:6], "--json", home=tmp_path)
+    assert resumed.returncode == 1, resumed.stderr
+    again = json.loads(resumed.stdout)
+    assert again["run_id"] == first["run_id"]
+    assert f"Cannot reach the model server at {UNREACHABLE}" in again["error"]
+
+
+def test_config_mistakes_fail_fast_with_the_fix(tmp_path: Path) -> None:
+    missing = bigloop("run", "hi", "--config", str(tmp_path / "nope.json"), home=tmp_path)
+    assert missing.returncode == 2 and "nope.json does not exist" in missing.stderr
+    typo = tmp_path / "typo.json"
+    typo.write_text('{"max_step": 3}')
+    bad = bigloop("run", "hi", "--config", str(typo), home=tmp_path)
+    assert bad.returncode == 2
+    assert "max_step: Extra inputs are not permitted (did you mean 'max_steps'?)" in bad.stderr
+    bad_off = bigloop("run", "hi", "--off", "nope", home=tmp_path)
+    assert bad_off.returncode == 2 and "['nope']" in bad_off.stderr
+
+
+def test_a_run_from_an_older_version_is_not_resumed(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path / "traces.db")
+    try:
+        store.start_run("0ld0ld0ld0ld", "hi", "embedded", {"tool_names": None, "max_steps": 8})
+    finally:
+        store.close()
+    out = bigloop("resume", "0ld0ld", home=tmp_path)
+    assert out.returncode == 2
+    assert "Run 0ld0ld0ld0ld was recorded by another version of bigloop" in out.stderr
+    assert "cannot be resumed by this one" in out.stderr and "tool_names" in out.stderr
 
 
 def test_tools_list_and_search(tmp_path: Path) -> None:

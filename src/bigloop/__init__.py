@@ -28,9 +28,24 @@ from bigloop.atoms.models.function import FunctionModel, ScriptedModel
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.openai_compat import OpenAIModel
 from bigloop.atoms.tool import Tool, tool
-from bigloop.loop import Budget, Loop, ReactPlanner
+from bigloop.config import LoopConfig
+from bigloop.loop import Loop
+from bigloop.schedule.auto import AutoPlanner
 from bigloop.schedule.clarify import Clarify
+from bigloop.schedule.context import Budget, Planner, RunContext
 from bigloop.schedule.graph import GraphPlanner
+from bigloop.schedule.policies import (
+    CallCheck,
+    CoerceTypes,
+    DropInventedOptionals,
+    Evidence,
+    RankTools,
+    RejectCopiedExamples,
+    RelevanceGate,
+    ToolSelector,
+    Verdict,
+)
+from bigloop.schedule.react import ReactPlanner
 from bigloop.schedule.search import SearchPlanner
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.store import TraceStore
@@ -40,25 +55,36 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AtomCard",
+    "AutoPlanner",
     "BigloopError",
     "Budget",
     "BudgetExceeded",
+    "CallCheck",
     "ChatModel",
     "Clarify",
+    "CoerceTypes",
     "Do",
+    "DropInventedOptionals",
+    "Evidence",
     "FunctionModel",
     "GraphPlanner",
     "InputRequired",
     "InvalidArguments",
     "LocalModel",
     "Loop",
+    "LoopConfig",
     "Message",
     "ModelResponse",
     "ModelRetry",
     "ModelSettings",
     "ModelUnavailable",
     "OpenAIModel",
+    "Planner",
+    "RankTools",
     "ReactPlanner",
+    "RejectCopiedExamples",
+    "RelevanceGate",
+    "RunContext",
     "RunFailure",
     "RunResult",
     "ScriptedModel",
@@ -67,11 +93,13 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolFailure",
+    "ToolSelector",
     "ToolSpec",
     "TraceStore",
     "UnknownTool",
     "Usage",
     "UserError",
+    "Verdict",
     "WeightsError",
     "Workflow",
     "__version__",

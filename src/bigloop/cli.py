@@ -1,23 +1,24 @@
-"""The `bigloop` command line."""
+"""The `bigloop` command line: command definitions and wiring. What results look like is
+`bigloop.report`; what a loop is made of, `bigloop.config.LoopConfig`."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-if TYPE_CHECKING:
-    from rich.console import Console
+from bigloop import report
 
-    from bigloop.atoms.models.base import ChatModel
-    from bigloop.atoms.tool import Tool
+if TYPE_CHECKING:
+    from bigloop.config import LoopConfig
     from bigloop.loop import Loop
     from bigloop.trace.records import RunResult, Step
-    from bigloop.trace.store import TraceStore
+    from bigloop.trace.store import RunSummary, TraceStore
 
 app = typer.Typer(
     help="Build, run, trace and evaluate Big Loop systems of tools, models and agents.",
@@ -57,14 +58,30 @@ def main() -> None:
     try:
         app()
     except UserError as e:
-        _console(stderr=True).print(f"[bold red]error:[/] {e}", soft_wrap=True)
+        report.make_console(stderr=True).print(f"[bold red]error:[/] {e}", soft_wrap=True)
         sys.exit(2)
 
 
 @app.command()
 def run(
     task: Annotated[str, typer.Argument(help="What to do, in plain words.")],
-    model: ModelOpt = "embedded",
+    config_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="A JSON file of loop settings (LoopConfig fields); options given on the "
+            "command line override its values.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="'embedded' (default), a .gguf path, or a server's "
+            "model name together with --base-url.",
+        ),
+    ] = None,
     base_url: BaseUrlOpt = None,
     tools: Annotated[
         str | None,
@@ -82,29 +99,54 @@ def run(
         Path | None, typer.Option("--db", help="Let the loop query this SQLite file (read-only).")
     ] = None,
     planner: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--planner",
             "-p",
             help="react: a model turn per step; graph: plan every call at once and run "
             "independent calls concurrently; search: tree search over candidate calls; "
-            "auto: graph when the task lists several items, else react.",
+            "auto (default): graph when the task lists several items, else react.",
         ),
-    ] = "auto",
+    ] = None,
     clarify: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--clarify",
             help="When to ask you instead of guessing an argument: off, missing (a required "
-            "argument is absent), ungrounded (also: its value appears nowhere in the task).",
+            "argument is absent), ungrounded (default; also: its value appears nowhere in "
+            "the task).",
         ),
-    ] = "ungrounded",
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Model turns allowed.")] = 8,
+    ] = None,
+    off: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--off",
+            help="Switch off one of the loop's default policies, e.g. clarify or rank_tools "
+            "(repeatable; a wrong name lists them all).",
+        ),
+    ] = None,
+    top_k: Annotated[
+        int | None,
+        typer.Option(
+            "--top-k", min=1, help="Offer the model only the K tools most relevant to the task."
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=1, help="Model turns allowed (default: 8).")
+    ] = None,
     max_seconds: Annotated[
         float | None, typer.Option("--max-seconds", help="Wall-time budget of the run.")
     ] = None,
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", help="Token budget of the run.")
+    ] = None,
+    save_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-config",
+            help="Also write the run's settings (the --config file merged with the options) "
+            "to this file, for --config.",
+        ),
     ] = None,
     json_out: JsonOpt = False,
     trace_db: TraceDbOpt = None,
@@ -113,23 +155,35 @@ def run(
 
     When a required value is missing, it asks you (or, without a terminal, stops with the
     question: answer with `bigloop resume RUN_ID --answer ...`).
+
+    Settings come from the options given, then the --config file, then the defaults.
     """
-    config = {
+    from bigloop.config import LoopConfig
+
+    given = {
         "model": model,
         "base_url": base_url,
-        "tool_names": tools,
+        "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
         "files": str(files) if files else None,
         "db": str(db) if db else None,
+        "planner": planner,
+        "clarify": clarify,
+        "off": off or None,
+        "top_k": top_k,
         "max_steps": max_steps,
         "max_seconds": max_seconds,
         "max_tokens": max_tokens,
-        "planner": planner,
-        "clarify": clarify,
     }
-    store = _store(trace_db)
-    loop = _build_loop(config, store)
-    result = _execute(loop, json_out, lambda on_step: loop.run(task, on_step=on_step))
-    _report(result, json_out)
+    base = LoopConfig.load(config_file) if config_file else LoopConfig()
+    config = LoopConfig.from_data(
+        base.model_dump() | {k: v for k, v in given.items() if v is not None},
+        source="Command line",
+    )
+    if save_config:
+        config.save(save_config)
+    _run_loop(
+        config, _store(trace_db), json_out, lambda loop, on_step: loop.run(task, on_step=on_step)
+    )
 
 
 @app.command()
@@ -143,16 +197,16 @@ def resume(
     trace_db: TraceDbOpt = None,
 ) -> None:
     """Continue an interrupted run from its last completed step (never repeating a
-    completed tool call), or a run that stopped to ask you something (--answer)."""
+    completed tool call), or a run that stopped to ask you something (--answer). The run
+    continues with the settings it was started with."""
     store = _store(trace_db)
     summary = store.run(run_id)
-    loop = _build_loop(summary.config, store)
-    result = _execute(
-        loop,
+    _run_loop(
+        _stored_config(summary),
+        store,
         json_out,
-        lambda on_step: loop.resume(summary.run_id, answer=answer, on_step=on_step),
+        lambda loop, on_step: loop.resume(summary.run_id, answer=answer, on_step=on_step),
     )
-    _report(result, json_out)
 
 
 @trace_app.command("list")
@@ -166,21 +220,7 @@ def trace_list(
     if json_out:
         print(json.dumps([asdict(r) for r in runs], indent=2))
         return
-    from rich.table import Table
-
-    table = Table("run id", "status", "steps", "tools", "tokens", "seconds", "task")
-    for r in runs:
-        seconds = f"{r.ended_at - r.started_at:.1f}" if r.ended_at else "-"
-        table.add_row(
-            r.run_id,
-            r.status,
-            str(r.steps),
-            str(r.tool_calls),
-            str(r.prompt_tokens + r.completion_tokens),
-            seconds,
-            r.task[:60],
-        )
-    _console().print(table)
+    report.make_console().print(report.runs_table(runs))
 
 
 @trace_app.command("show")
@@ -192,13 +232,9 @@ def trace_show(
     """Every step of one run: model turns and tool calls, with tokens and seconds."""
     result = _store(trace_db).result(run_id)
     if json_out:
-        print(json.dumps(_result_json(result), indent=2, default=str))
+        print(json.dumps(report.result_json(result), indent=2, default=str))
         return
-    console = _console()
-    console.print(f"[bold]run {result.run_id}[/] · {result.status} · {result.task}")
-    for step in result.steps:
-        console.print(_step_line(step))
-    _print_summary(console, result)
+    report.print_trace(report.make_console(), result)
 
 
 def _store(path: Path | None) -> TraceStore:
@@ -207,167 +243,40 @@ def _store(path: Path | None) -> TraceStore:
     return TraceStore(path)
 
 
-def _model(config: dict[str, Any]) -> ChatModel:
-    from bigloop.atoms.models.spec import ModelSpec
-
-    return ModelSpec(
-        name=config.get("model") or "embedded", base_url=config.get("base_url")
-    ).build()
-
-
-def _tools(config: dict[str, Any]) -> list[Tool]:
+def _stored_config(summary: RunSummary) -> LoopConfig:
     from bigloop._errors import UserError
-    from bigloop.atoms import builtin
+    from bigloop.config import LoopConfig
 
-    chosen = builtin.default_tools()
-    if names := config.get("tool_names"):
-        by_name = {t.name: t for t in chosen}
-        unknown = [n for n in names.split(",") if n.strip() not in by_name]
-        if unknown:
-            raise UserError(f"Unknown tool(s) {unknown}; choose from {sorted(by_name)}.")
-        chosen = [by_name[n.strip()] for n in names.split(",")]
-    if config.get("files"):
-        chosen += builtin.file_tools(config["files"])
-    if config.get("db"):
-        chosen += builtin.sqlite_tools(config["db"])
-    return chosen
+    try:
+        return LoopConfig.from_data(summary.config, source="its stored config")
+    except UserError as e:
+        raise UserError(
+            f"Run {summary.run_id} was recorded by another version of bigloop and cannot be "
+            f"resumed by this one ({e}). Start it again with `bigloop run`."
+        ) from None
 
 
-def _build_loop(config: dict[str, Any], store: TraceStore) -> Loop:
-    from bigloop._errors import UserError
-    from bigloop.loop import Budget, Loop
-    from bigloop.schedule.clarify import Clarify
-
-    when = config.get("clarify") or "off"
-    if when not in ("off", "missing", "ungrounded"):
-        raise UserError(f"--clarify {when!r}: use off, missing or ungrounded.")
-    policy = None if when == "off" else Clarify(ungrounded=when == "ungrounded")
-    return Loop(
-        _model(config),
-        _tools(config),
-        budget=Budget(
-            max_steps=config["max_steps"],
-            max_seconds=config.get("max_seconds"),
-            max_tokens=config.get("max_tokens"),
-        ),
-        store=store,
-        config=config,
-        planner=config.get("planner") or "react",
-        clarify=policy,
-        ask=_terminal_ask() if policy else None,
-    )
-
-
-_STATUS: list[Any] = []  # the live spinner, paused while a question is asked
-
-
-def _terminal_ask() -> Any:
-    """Asks on the terminal; None when there is no terminal (the run then stops with the
-    question instead of hanging)."""
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        return None
-
-    def ask(question: str) -> str:
-        from rich.prompt import Prompt
-
-        for status in _STATUS:
-            status.stop()
-        try:
-            return Prompt.ask(f"[bold yellow]?[/] {question}", console=_console(stderr=True))
-        finally:
-            for status in _STATUS:
-                status.start()
-
-    return ask
-
-
-def _execute(loop: Loop, quiet: bool, start: Any) -> RunResult:
+def _run_loop(
+    config: LoopConfig,
+    store: TraceStore,
+    json_out: bool,
+    start: Callable[[Loop, Callable[[Step], None]], Coroutine[Any, Any, RunResult]],
+) -> None:
+    """Build the loop, run `start` with live progress, show the result, set the exit code:
+    0 answered, 3 stopped with a question, 1 failed."""
     import asyncio
 
-    console = _console(stderr=True)
+    from bigloop.loop import Loop
 
-    def on_step(step: Step) -> None:
-        if not quiet:
-            console.print(_step_line(step))
-
-    if quiet:
-        return asyncio.run(start(on_step))  # type: ignore[no-any-return]
-    with console.status(f"[dim]{loop.model.name} is thinking…", spinner="dots") as status:
-        _STATUS.append(status)
-        try:
-            return asyncio.run(start(on_step))  # type: ignore[no-any-return]
-        finally:
-            _STATUS.remove(status)
-
-
-def _report(result: RunResult, json_out: bool) -> None:
-    if json_out:
-        print(json.dumps(_result_json(result), indent=2, default=str))
-    else:
-        console = _console()
-        if result.answer is not None:
-            console.print(f"\n[bold green]Answer:[/] {result.answer}")
-        elif result.status == "input_required":
-            console.print(
-                f"\n[bold yellow]Question:[/] {result.question}\n"
-                f"Answer it with: bigloop resume {result.run_id} --answer '...'"
-            )
-        else:
-            console.print(f"\n[bold red]No answer[/] ({result.status}): {result.error}")
-        _print_summary(console, result)
+    terminal = report.Terminal(json_out=json_out)
+    loop = Loop.from_config(config, store=store, ask=terminal.ask)
+    with terminal.thinking(loop.model.name):
+        result = asyncio.run(start(loop, terminal.show_step))
+    terminal.show_result(result)
     if result.status == "input_required":
         raise typer.Exit(3)
     if result.status != "ok":
         raise typer.Exit(1)
-
-
-def _print_summary(console: Console, result: RunResult) -> None:
-    u = result.usage
-    console.print(
-        f"[dim]run {result.run_id} · {len(result.steps)} steps · "
-        f"{u.prompt_tokens}+{u.completion_tokens} tokens · {u.seconds:.1f} s in the model · "
-        f"`bigloop trace show {result.run_id}`[/]"
-    )
-
-
-def _step_line(step: Step) -> str:
-    from rich.markup import escape
-
-    if step.kind == "model" and isinstance(step.input, dict) and "role" in step.input:
-        return (
-            f"[cyan]{step.index:>3} {step.input['role']}[/] {escape(str(step.output)[:300])} "
-            f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
-        )
-    if step.kind == "model":
-        calls = step.message.tool_calls if step.message else []
-        what = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls) or (
-            "answer" if step.error is None else f"[red]{step.error}[/]: {step.output}"
-        )
-        return (
-            f"[cyan]{step.index:>3} model[/] {escape(what)} "
-            f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
-        )
-    if step.kind == "ask":
-        return f"[yellow]{step.index:>3} ask[/]   {escape(str(step.output)[:200])}"
-    mark = "[green]→[/]" if step.error is None else f"[red]✗ {step.error}[/]"
-    output = escape(str(step.output)[:200])
-    ms = step.seconds * 1000
-    return f"[magenta]{step.index:>3} tool[/]  {step.name} {mark} {output} [dim]{ms:.1f} ms[/]"
-
-
-def _result_json(result: RunResult) -> dict[str, Any]:
-    data = asdict(result)
-    data["usage"]["total_tokens"] = result.usage.total_tokens
-    data.pop("messages", None)
-    for step in data["steps"]:
-        step.pop("message", None)
-    return data
-
-
-def _console(stderr: bool = False) -> Console:
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False)
 
 
 tools_app = typer.Typer(help="The tool registry: list, search, build.", no_args_is_help=True)
@@ -401,7 +310,7 @@ def tools_list(
     traces when there are any."""
     import time
 
-    from bigloop.schedule.route import learn_cards
+    from bigloop.optimize.observe import learn_cards
 
     start = time.perf_counter()
     registry = _registry(registry_path)
@@ -411,17 +320,8 @@ def tools_list(
     if json_out:
         print(json.dumps([asdict(c) for c in cards], indent=2))
         return
-    from rich.table import Table
-
-    table = Table("name", "kind", "privacy", "cost", "latency s", "reliability", "description")
-    for c in cards:
-        latency = f"{c.latency_s:.3f}" if c.latency_s is not None else "-"
-        table.add_row(
-            c.name, c.kind, c.privacy, f"{c.cost:g}", latency, f"{c.reliability:.2f}",
-            c.description[:70],
-        )  # fmt: skip
-    console = _console()
-    console.print(table)
+    console = report.make_console()
+    console.print(report.cards_table(cards))
     console.print(f"[dim]{len(registry)} atoms, loaded in {load_s * 1000:.0f} ms[/]")
 
 
@@ -445,8 +345,9 @@ def tools_search(
         rows = [{"rank": h.rank, "score": h.score, "name": h.card.name} for h in hits]
         print(json.dumps(rows, indent=2))
         return
+    console = report.make_console()
     for h in hits:
-        _console().print(f"{h.rank:>2}. [bold]{h.card.name}[/] {h.card.description[:90]}")
+        console.print(report.hit_line(h))
 
 
 @tools_app.command("build")
@@ -467,7 +368,7 @@ def tools_build(
         registry.add_cards(function_cards(multi_turn=True))
     registry.build(dense=dense, progress=True)
     registry.save(out)
-    _console().print(f"Saved {len(registry)} atoms to {out}.")
+    report.make_console().print(f"Saved {len(registry)} atoms to {out}.")
 
 
 eval_app = typer.Typer(help="Score models and loops on real benchmarks.", no_args_is_help=True)
@@ -536,8 +437,8 @@ def eval_bfcl(
 
     spec = ModelSpec(name=model, base_url=base_url)
     chosen = spec.build()
-    report: dict[str, dict[str, Any]] = {}
-    console = _console(stderr=True)
+    scores: dict[str, dict[str, Any]] = {}
+    console = report.make_console(stderr=True)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -572,35 +473,12 @@ def eval_bfcl(
                         clarify=clarify,
                     )
                 )
-                report.setdefault(cat, {})[label] = summarize(results)
-    markdown = _bfcl_markdown(report, chosen.name)
+                scores.setdefault(cat, {})[label] = summarize(results)
+    markdown = report.bfcl_markdown(scores, chosen.name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "latest.md").write_text(markdown)
-    (out / "latest.json").write_text(json.dumps(report, indent=2))
+    (out / "latest.json").write_text(json.dumps(scores, indent=2))
     if json_out:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(scores, indent=2))
     else:
         print(markdown)
-
-
-def _bfcl_markdown(report: dict[str, dict[str, Any]], model_name: str) -> str:
-    lines = [
-        f"BFCL (bfcl-eval 2026.3.23), model: {model_name}",
-        "",
-        "| category | mode | N | accuracy | valid calls | repaired | asked | p50 s | p95 s "
-        "| prompt tok | completion tok | prompt s | generation s | top errors |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for cat, modes in report.items():
-        for m, s in modes.items():
-            if not s.get("cases"):
-                continue
-            errors = ", ".join(f"{k} {v}" for k, v in list(s["errors"].items())[:3])
-            lines.append(
-                f"| {cat} | {m} | {s['cases']} | {s['accuracy']:.0%} | {s['valid_call_rate']:.0%} "
-                f"| {s['repaired']} | {s.get('asked', 0)} | {s['p50_s']:.1f} | {s['p95_s']:.1f} "
-                f"| {s['prompt_tokens']} "
-                f"| {s['completion_tokens']} | {s['prompt_s']:.0f} | {s['generation_s']:.0f} "
-                f"| {errors} |"
-            )
-    return "\n".join(lines) + "\n"

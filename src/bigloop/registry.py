@@ -24,7 +24,10 @@ from typing import Any, Literal
 
 from bigloop._errors import UserError
 from bigloop.atoms.card import AtomCard
+from bigloop.atoms.models.base import ToolSpec
 from bigloop.atoms.tool import Tool
+from bigloop.schedule.call import CallResult
+from bigloop.schedule.context import RunContext
 from bigloop.schedule.select import terms
 
 SearchMode = Literal["hybrid", "bm25", "dense"]
@@ -258,3 +261,32 @@ def find_tools_tool(registry: Registry, k: int = 5) -> Tool:
         find_tools,
         inline=True,
     )
+
+
+class RegistrySearch:
+    """A tool selector (`bigloop.schedule.policies.ToolSelector`): the registry's top `k`
+    hits for the task, plus `find_tools`; the tools a `find_tools` call finds are offered
+    from the next model turn on (`after_call`)."""
+
+    name = "registry_search"
+
+    def __init__(self, registry: Registry, k: int = 5) -> None:
+        self.registry = registry
+        self.k = k
+
+    def select(self, task: str, specs: list[ToolSpec]) -> list[ToolSpec]:
+        by_name = {s.name: s for s in specs}
+        hits = self.registry.search(task, k=self.k)
+        chosen = [by_name[h.card.name] for h in hits if h.card.name in by_name]
+        return [*chosen, *([by_name[FIND_TOOLS]] if FIND_TOOLS in by_name else [])]
+
+    def after_call(self, ctx: RunContext, result: CallResult) -> None:
+        """Offer the tools `find_tools` found (before `find_tools` itself)."""
+        if not result.ok or result.call.name != FIND_TOOLS:
+            return
+        offered = {s.name for s in ctx.specs}
+        for line in result.output.splitlines():
+            name = line.split(":", 1)[0].strip("- ").strip()
+            if name in ctx.catalog and name not in offered:
+                ctx.specs.insert(len(ctx.specs) - 1, ctx.catalog[name])
+                offered.add(name)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from bigloop import LocalModel
-from bigloop.eval.bfcl import Mode, run_category, summarize
+from bigloop.eval.bfcl import run_category
 from bigloop.eval.bfcl_data import load_cases
+from bigloop.eval.bfcl_results import Mode, summarize
 
 pytestmark = pytest.mark.real
 

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from bigloop import ToolSpec
-from bigloop.schedule.select import rank_tools, relevant_tools
+from bigloop.schedule.policies import RankTools, RelevanceGate
+from bigloop.schedule.select import rank_tools
 
 TOOLS = [
     ToolSpec(name="calculator", description="Evaluate an arithmetic expression."),
@@ -24,6 +25,11 @@ def test_most_relevant_tool_first_ties_keep_order() -> None:
         "convert_units",
         "sql_query",
     ]
+
+
+def relevant_tools(task: str, tools: list[ToolSpec]) -> list[ToolSpec]:
+    """The default selectors, in order."""
+    return RankTools().select(task, RelevanceGate().select(task, tools))
 
 
 def test_relevance_gate_offers_no_tools_for_unrelated_requests() -> None:

@@ -20,6 +20,7 @@ import pydantic
 
 from bigloop._errors import InvalidArguments, ToolFailure, UserError
 from bigloop.atoms.card import AtomCard
+from bigloop.atoms.schema import schema_problems
 
 _ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SECTION = re.compile(
@@ -84,8 +85,6 @@ class Tool:
                 f"got {type(arguments).__name__}."
             )
         if self.args_model is None:
-            from bigloop.schedule.call import schema_problems
-
             if problems := schema_problems(arguments, self.schema):
                 raise InvalidArguments(
                     f"Invalid arguments for {self.name!r}: " + "; ".join(problems)

@@ -104,11 +104,11 @@ def load_cases(category: str, limit: int | None = None) -> list[Case]:
         raise UserError(
             f"Unknown or unsupported BFCL category {category!r}. Choose one of: {known}."
         )
-    questions = _read_jsonl(data_dir() / f"BFCL_v4_{category}.json", limit)
+    questions = read_jsonl(data_dir() / f"BFCL_v4_{category}.json", limit)
     answers: dict[str, list[dict[str, Any]]] = {}
     answer_file = data_dir() / "possible_answer" / f"BFCL_v4_{category}.json"
     if answer_file.exists():
-        answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(answer_file, None)}
+        answers = {a["id"]: a["ground_truth"] for a in read_jsonl(answer_file, None)}
     cases = []
     for q in questions:
         turn = q["question"][0]
@@ -146,7 +146,7 @@ def function_cards(*, multi_turn: bool = False) -> list[AtomCard]:
                 add(doc, case.language)
     if multi_turn:
         for path in sorted((data_dir() / "multi_turn_func_doc").glob("*.json")):
-            for doc in _read_jsonl(path, None):
+            for doc in read_jsonl(path, None):
                 add(doc, "python")
     return list(cards.values())
 
@@ -176,7 +176,12 @@ def to_json_schema(node: Any, language: str = "python") -> dict[str, Any]:
     return out
 
 
-def _read_jsonl(path: Path, limit: int | None) -> list[dict[str, Any]]:
+def read_jsonl(path: Path, limit: int | None) -> list[dict[str, Any]]:
+    """The first `limit` rows of one of BFCL's JSON Lines data files (all: None).
+
+    Raises:
+        UserError: the file is missing or a line is not JSON.
+    """
     if not path.exists():
         raise UserError(f"BFCL data file {path} is missing; reinstall bfcl-eval==2026.3.23.")
     rows: list[dict[str, Any]] = []

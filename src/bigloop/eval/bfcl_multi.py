@@ -25,10 +25,12 @@ from bigloop.atoms.models.base import ChatModel, Message, ToolSpec, Usage
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.parse import parse_reply
 from bigloop.atoms.tool import Tool
-from bigloop.eval.bfcl import SETTINGS, CaseResult, Mode
-from bigloop.eval.bfcl_data import MULTI_TURN, _read_jsonl, data_dir, to_json_schema
-from bigloop.loop import Budget, Loop
+from bigloop.eval.bfcl_data import MULTI_TURN, data_dir, read_jsonl, to_json_schema
+from bigloop.eval.bfcl_results import SETTINGS, CaseResult, Mode
+from bigloop.eval.bfcl_score import checker
+from bigloop.loop import Loop
 from bigloop.schedule.clarify import Clarify
+from bigloop.schedule.context import Budget
 
 STEPS_PER_TURN = 6
 TOP_K = 10  # loop mode offers the 10 functions most relevant to each turn's request
@@ -54,17 +56,17 @@ class MultiCase:
         docs = []
         for cls in self.entry["involved_classes"]:
             path = data_dir() / "multi_turn_func_doc" / MULTI_TURN_FUNC_DOC_FILE_MAPPING[cls]
-            docs += [d for d in _read_jsonl(path, None) if d["name"] not in withheld]
+            docs += [d for d in read_jsonl(path, None) if d["name"] not in withheld]
         return docs
 
 
 def load_multi_cases(category: str, limit: int | None = None) -> list[MultiCase]:
     if category not in MULTI_TURN:
         raise UserError(f"{category!r} is not a multi-turn category: {', '.join(MULTI_TURN)}.")
-    entries = _read_jsonl(data_dir() / f"BFCL_v4_{category}.json", limit)
+    entries = read_jsonl(data_dir() / f"BFCL_v4_{category}.json", limit)
     answers = {
         a["id"]: a["ground_truth"]
-        for a in _read_jsonl(data_dir() / "possible_answer" / f"BFCL_v4_{category}.json", None)
+        for a in read_jsonl(data_dir() / "possible_answer" / f"BFCL_v4_{category}.json", None)
     }
     return [
         MultiCase(
@@ -126,9 +128,7 @@ class Simulation:
 
 
 def score_multi(case: MultiCase, decoded: list[list[list[str]]]) -> tuple[bool, str | None]:
-    from bigloop.eval.bfcl_score import _checker
-
-    _checker()  # installs the stand-in for BFCL's model config before the import below
+    checker()  # installs the stand-in for BFCL's model config before the import below
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import (
         multi_turn_checker,
         multi_turn_irrelevance_checker,

@@ -36,7 +36,10 @@ class _AnyModel(dict[str, _NameConfig]):
         return _NameConfig()
 
 
-def _checker() -> tuple[Callable[..., dict[str, Any]], Any]:
+def checker() -> tuple[Callable[..., dict[str, Any]], Any]:
+    """BFCL's single-turn AST checker and its `Language` enum. Calling it first also
+    installs the stand-in for BFCL's model config, which BFCL's multi-turn checker needs
+    too."""
     name = "bfcl_eval.constants.model_config"
     if name not in sys.modules:
         stand_in = types.ModuleType(name)
@@ -58,10 +61,10 @@ def score(case: Case, calls: list[tuple[str, Any]]) -> Score:
         return Score(valid=ok, error_type=None if ok else "relevance_error:decoder_failed")
     if case.answer is None:
         return Score(valid=False, error_type="missing_answer")
-    checker, language = _checker()
+    ast_checker, language = checker()
     output = [{name: args if isinstance(args, dict) else {}} for name, args in calls]
     try:
-        result = checker(
+        result = ast_checker(
             case.functions, output, case.answer, language(case.language), case.category, MODEL_NAME
         )
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:

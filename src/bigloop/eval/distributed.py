@@ -13,6 +13,7 @@ from typing import Any
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.spec import ModelSpec
+from bigloop.eval.bfcl_run import run_one
 
 
 class _Worker:
@@ -20,8 +21,6 @@ class _Worker:
         self.model = spec.build()
 
     def run(self, case: Any, mode: str) -> dict[str, Any]:
-        from bigloop.eval.bfcl import run_one
-
         return asdict(asyncio.run(run_one(case, self.model, mode)))  # type: ignore[arg-type]
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from bigloop.atoms.models.base import (
     Message,
@@ -26,6 +26,7 @@ from bigloop.atoms.models.base import (
 )
 from bigloop.atoms.models.prompts import LOOP_NOTE, describe_tools, to_plain_chat
 from bigloop.schedule.call import CallResult
+from bigloop.schedule.context import RunContext
 from bigloop.schedule.plan import InvalidPlan, Plan, PlanStep, is_empty, parse_plan, plan_schema
 from bigloop.schedule.plan import resolve as resolve_refs
 from bigloop.schedule.select import listed_items
@@ -33,8 +34,8 @@ from bigloop.trace.records import Step
 
 _DECODER = json.JSONDecoder()
 
-if TYPE_CHECKING:
-    from bigloop.loop import Loop, _State
+Writes = Callable[[str], bool]
+"""Whether a tool (by name) has side effects."""
 
 PLAN_SYSTEM = """\
 You plan the tool calls that complete a task. Tools (name, description, arguments schema):
@@ -117,13 +118,12 @@ class GraphState:
     def unfinished(self) -> list[PlanStep]:
         return [s for s in self.steps.values() if s.id not in self.outputs]
 
-    def troubled(self, loop: Loop) -> list[int]:
+    def troubled(self, writes: Writes) -> list[int]:
         """Steps that failed, or read nothing (an empty result from a tool with side
         effects, e.g. `None` from mkdir, is its normal success)."""
 
         def reads(sid: int) -> bool:
-            tool = loop.tools.get(self.steps[sid].tool) if sid in self.steps else None
-            return tool is None or tool.idempotent
+            return sid not in self.steps or not writes(self.steps[sid].tool)
 
         return sorted(
             i for i, out in self.outputs.items() if i in self.failed or (is_empty(out) and reads(i))
@@ -134,84 +134,96 @@ class GraphState:
 
 
 class GraphPlanner:
-    """Plan → run concurrently → join (answer or replan). `max_replans` bounds the replans
-    after failed or empty steps."""
+    """Plan → run concurrently → join (answer or replan).
+
+    Args:
+        max_replans: replans allowed after failed or empty steps.
+        max_plan_steps: steps one plan may have.
+        stream: run each step as soon as the model has written it (when the model can
+            stream structured output).
+        items: finds the items a task enumerates; the first plan must have at least one
+            step per item (None: no minimum).
+    """
 
     name = "graph"
 
     def __init__(
-        self, *, max_replans: int = 2, max_plan_steps: int = 12, stream: bool = True
+        self,
+        *,
+        max_replans: int = 2,
+        max_plan_steps: int = 12,
+        stream: bool = True,
+        items: Callable[[str], list[str]] | None = listed_items,
     ) -> None:
         self.max_replans = max_replans
         self.max_plan_steps = max_plan_steps
         self.stream = stream
+        self.items = items
 
-    async def steps(self, loop: Loop, state: _State) -> AsyncIterator[Step]:
-        g = state.graph
+    async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
+        g = self.restore(ctx)
         while True:
             if g.unfinished:
-                async for step in self._execute(loop, state):
+                async for step in self._execute(ctx, g):
                     yield step
-            loop._check_budget(state)
-            planning = not g.steps and bool(state.specs)
-            replan = bool(g.troubled(loop)) and g.replans < self.max_replans and bool(state.specs)
-            messages = self._prompt(loop, state, planning=planning, replan=replan)
-            items = listed_items(state.task) if planning else []
+            ctx.check_budget()
+            planning = not g.steps and bool(ctx.specs)
+            replan = (
+                bool(g.troubled(ctx.writes)) and g.replans < self.max_replans and bool(ctx.specs)
+            )
+            messages = self._prompt(ctx, g, planning=planning, replan=replan)
+            items = self.items(ctx.task) if planning and self.items else []
             min_steps = min(len(items), self.max_plan_steps) or 1
-            schema = plan_schema(state.specs, allow_answer=not planning, min_steps=min_steps)
+            schema = plan_schema(ctx.specs, allow_answer=not planning, min_steps=min_steps)
             if not (planning or replan):
                 schema = {
                     "type": "object",
                     "properties": {"answer": {"type": "string"}},
                     "required": ["answer"],
                 }
-            settings = replace(loop.settings, response_schema=schema)
-            if planning and self.stream and hasattr(loop.model, "stream"):
-                source = self._stream_plan(loop, state, messages, settings)
-                async for step in self._execute(loop, state, source):
+            settings = replace(ctx.settings, response_schema=schema)
+            if planning and self.stream and ctx.can_stream:
+                source = self._stream_plan(ctx, g, messages, settings)
+                async for step in self._execute(ctx, g, source):
                     yield step
                 continue
-            response = await loop._model_turn(state, messages, settings)
+            response = await ctx.model_turn(messages, settings)
             role = "plan" if planning else "join"
             reply = Message(role="assistant", content=response.text, name=role)
-            yield loop._model_step(state, response, reply, role=role)
+            yield ctx.model_step(response, reply, role=role)
             try:
-                parsed = parse_plan(
-                    response.text,
-                    {s.name: s for s in loop.specs},
-                    first_id=g.next_id,
-                    done=g.outputs,
-                )
+                parsed = parse_plan(response.text, ctx.catalog, first_id=g.next_id, done=g.outputs)
             except InvalidPlan as e:
                 g.note, g.last_reply = str(e), response.text
-                loop._repair_count(state, str(e))
+                ctx.count_repair(str(e))
                 continue
             g.note = None
             if isinstance(parsed, str):
-                state.answer = parsed
-                self._record_history(state)
+                ctx.finish(parsed)
+                self._record_history(ctx, g)
                 return
             if not planning:
                 g.replans += 1
             g.plan_text = g.plan_text or response.text
             g.add(parsed)
 
-    def _prompt(self, loop: Loop, state: _State, *, planning: bool, replan: bool) -> list[Message]:
+    def _prompt(
+        self, ctx: RunContext, g: GraphState, *, planning: bool, replan: bool
+    ) -> list[Message]:
         """The planner's conversation. The joiner continues it (plan, then a user turn with
         the results) instead of starting a new one, so a local model reuses the cached
         prompt and pays only for the results."""
-        g = state.graph
-        system = PLAN_SYSTEM.format(tools=describe_tools(state.specs))
-        if loop.system:
-            system = f"{loop.system}\n\n{system}"
+        system = PLAN_SYSTEM.format(tools=describe_tools(ctx.specs))
+        if ctx.system:
+            system = f"{ctx.system}\n\n{system}"
         messages = [Message(role="system", content=system)]
-        messages += _earlier_turns(state)
-        messages.append(Message(role="user", content=state.task))
+        messages += _earlier_turns(ctx)
+        messages.append(Message(role="user", content=ctx.task))
         if not planning:
             if g.plan_text:
                 messages.append(Message(role="assistant", content=g.plan_text))
             results = _render_results(g)
-            turn = (REPLAN if replan else JOIN).format(results=results, task=state.task)
+            turn = (REPLAN if replan else JOIN).format(results=results, task=ctx.task)
             messages.append(Message(role="user", content=turn))
         if g.note:
             messages.append(Message(role="assistant", content=g.last_reply))
@@ -220,8 +232,8 @@ class GraphPlanner:
 
     async def _execute(
         self,
-        loop: Loop,
-        state: _State,
+        ctx: RunContext,
+        g: GraphState,
         source: AsyncGenerator[PlanStep | Step] | None = None,
     ) -> AsyncIterator[Step]:
         """Run every step whose inputs are ready, concurrently; yield each result as it
@@ -230,7 +242,6 @@ class GraphPlanner:
         With `source` (a plan being streamed), steps join the graph as they are written
         and start at once; the source's last item is the planner's own model step.
         """
-        g = state.graph
         running: dict[asyncio.Future[Any], PlanStep | None] = {}
         if source is not None:
             running[asyncio.ensure_future(anext(source))] = None
@@ -242,16 +253,16 @@ class GraphPlanner:
                         continue
                     if failed := sorted(step.deps & g.failed):
                         refs = ", ".join(f"${n}" for n in failed)
-                        yield self._record(state, step, _skipped(step, refs))
-                    elif (step.deps | _order_deps(loop, g, step)) <= set(g.outputs):
-                        running[asyncio.ensure_future(self._run_step(loop, state, step))] = step
+                        yield self._record(ctx, g, step, _skipped(step, refs))
+                    elif (step.deps | _order_deps(ctx.writes, g, step)) <= set(g.outputs):
+                        running[asyncio.ensure_future(self._run_step(ctx, g, step))] = step
                 if not running:
                     return
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for future in done:
                     owner = running.pop(future)
                     if owner is not None:
-                        yield self._record(state, owner, future.result())
+                        yield self._record(ctx, g, owner, future.result())
                         continue
                     try:
                         item = future.result()
@@ -271,7 +282,7 @@ class GraphPlanner:
                 await source.aclose()
 
     async def _stream_plan(
-        self, loop: Loop, state: _State, messages: list[Message], settings: ModelSettings
+        self, ctx: RunContext, g: GraphState, messages: list[Message], settings: ModelSettings
     ) -> AsyncGenerator[PlanStep | Step]:
         """The first plan, step by step as the model writes it (LLMCompiler's streaming).
 
@@ -279,14 +290,12 @@ class GraphPlanner:
         models loop) or reaches `max_plan_steps`; a step that cannot run (a reference to
         a step not yet written) is left out and the joiner is told.
         """
-        g = state.graph
-        specs = {s.name: s for s in loop.specs}
         reader = _StepReader()
         accepted: list[dict[str, Any]] = []
         seen: set[str] = set()
         skipped: list[str] = []
         usage = Usage()
-        stream = loop.model.stream(messages, settings)  # type: ignore[attr-defined]
+        stream = ctx.model_stream(messages, settings)
         try:
             async for piece in stream:
                 if isinstance(piece, Usage):
@@ -301,7 +310,7 @@ class GraphPlanner:
                     sid = g.next_id
                     try:
                         plan = parse_plan(
-                            json.dumps({"steps": [raw]}), specs, first_id=sid, done=g.steps
+                            json.dumps({"steps": [raw]}), ctx.catalog, first_id=sid, done=g.steps
                         )
                     except InvalidPlan as e:
                         skipped.append(str(e))
@@ -312,30 +321,26 @@ class GraphPlanner:
                 if reader.stopped:
                     break
         finally:
-            await stream.aclose()
-        state.model_turns += 1
-        state.usage.add(usage)
+            await stream.aclose()  # type: ignore[attr-defined]
         if skipped:
             g.note = "Some planned steps were left out: " + " ".join(skipped)
         text = json.dumps({"steps": accepted}, ensure_ascii=False) if accepted else reader.text
         g.plan_text = g.plan_text or text
         response = ModelResponse(text=text, raw=text, usage=usage)
         reply = Message(role="assistant", content=text, name="plan")
-        yield loop._model_step(state, response, reply, role="plan")
+        yield ctx.model_step(response, reply, role="plan")
         if not accepted:
             g.last_reply = reader.text
             g.note = "The plan had no step that can run. " + " ".join(skipped)
-            loop._repair_count(state, g.note)
+            ctx.count_repair(g.note)
 
-    async def _run_step(self, loop: Loop, state: _State, step: PlanStep) -> CallResult:
-        g = state.graph
+    async def _run_step(self, ctx: RunContext, g: GraphState, step: PlanStep) -> CallResult:
         arguments = resolve_refs(step.arguments, g.outputs)
         call = ToolCall(id=f"${step.id}", name=step.tool, arguments=arguments)
         g.calls[step.id] = call
-        return await loop._call_one(state, call)
+        return await ctx.call(call)
 
-    def _record(self, state: _State, step: PlanStep, result: CallResult) -> Step:
-        g = state.graph
+    def _record(self, ctx: RunContext, g: GraphState, step: PlanStep, result: CallResult) -> Step:
         g.outputs[step.id] = result.output
         if not result.ok:
             g.failed.add(step.id)
@@ -343,8 +348,8 @@ class GraphPlanner:
             role="tool", content=result.output, tool_call_id=f"${step.id}", name=step.tool
         )
         return Step(
-            run_id=state.run_id,
-            index=len(state.steps),
+            run_id=ctx.run_id,
+            index=len(ctx.steps),
             kind="tool",
             name=step.tool,
             input=result.call.arguments,
@@ -355,16 +360,15 @@ class GraphPlanner:
             started_at=result.started_at,
         )
 
-    def _record_history(self, state: _State) -> None:
-        """Put the run into `state.messages` as calls, results and the answer, so a later
+    def _record_history(self, ctx: RunContext, g: GraphState) -> None:
+        """Put the run into `ctx.messages` as calls, results and the answer, so a later
         run can continue the conversation (`history=`)."""
-        g = state.graph
         calls = [g.calls[i] for i in sorted(g.calls)]
         if calls:
-            state.messages.append(Message(role="assistant", tool_calls=calls))
+            ctx.messages.append(Message(role="assistant", tool_calls=calls))
             for call in calls:
                 sid = int(call.id[1:])
-                state.messages.append(
+                ctx.messages.append(
                     Message(
                         role="tool",
                         content=g.outputs.get(sid, ""),
@@ -372,45 +376,41 @@ class GraphPlanner:
                         name=call.name,
                     )
                 )
-        state.messages.append(Message(role="assistant", content=state.answer or ""))
+        ctx.messages.append(Message(role="assistant", content=ctx.answer or ""))
+
+    def restore(self, ctx: RunContext) -> GraphState:
+        """A graph run's progress rebuilt from its completed steps (empty for a new run)."""
+        g = GraphState()
+        for s in ctx.steps:
+            if s.kind == "model" and s.message is not None and s.message.name in ("plan", "join"):
+                try:
+                    parsed = parse_plan(
+                        s.message.content, ctx.catalog, first_id=g.next_id, done=g.outputs
+                    )
+                except InvalidPlan:
+                    continue
+                if isinstance(parsed, Plan):
+                    g.replans += s.message.name == "join"
+                    g.plan_text = g.plan_text or s.message.content
+                    g.add(parsed)
+            elif s.kind in ("tool", "ask") and (sid := _step_ref(s)) is not None:
+                g.outputs[sid] = s.output if isinstance(s.output, str) else json.dumps(s.output)
+                g.calls[sid] = ToolCall(id=f"${sid}", name=s.name, arguments=s.input)
+                if s.error:
+                    g.failed.add(sid)
+        return g
 
 
-def _order_deps(loop: Loop, g: GraphState, step: PlanStep) -> set[int]:
+def _order_deps(writes: Writes, g: GraphState, step: PlanStep) -> set[int]:
     """Earlier steps this one must wait for although it uses none of their results: tools
     with side effects (not idempotent) keep the planned order — a write waits for every
     earlier step, and every step waits for the earlier writes. Reads between two writes
     run concurrently."""
 
-    def writes(s: PlanStep) -> bool:
-        tool = loop.tools.get(s.tool)
-        return tool is not None and not tool.idempotent
-
     earlier = [s for s in g.steps.values() if s.id < step.id]
-    if writes(step):
+    if writes(step.tool):
         return {s.id for s in earlier}
-    return {s.id for s in earlier if writes(s)}
-
-
-def restore(loop: Loop, steps: list[Step], state: _State) -> None:
-    """Rebuild a graph run's progress from its stored steps (for resume)."""
-    g = state.graph
-    specs = {s.name: s for s in loop.specs}
-    for s in steps:
-        if s.kind == "model" and s.message is not None and s.message.name in ("plan", "join"):
-            try:
-                parsed = parse_plan(s.message.content, specs, first_id=g.next_id, done=g.outputs)
-            except InvalidPlan:
-                continue
-            if isinstance(parsed, Plan):
-                g.replans += s.message.name == "join"
-                g.plan_text = g.plan_text or s.message.content
-                g.add(parsed)
-        elif s.kind in ("tool", "ask") and (ref := _step_ref(s)) is not None:
-            sid = ref
-            g.outputs[sid] = s.output if isinstance(s.output, str) else json.dumps(s.output)
-            g.calls[sid] = ToolCall(id=f"${sid}", name=s.name, arguments=s.input)
-            if s.error:
-                g.failed.add(sid)
+    return {s.id for s in earlier if writes(s.tool)}
 
 
 def _step_ref(step: Step) -> int | None:
@@ -453,9 +453,9 @@ def _readable(output: str) -> str:
     return output
 
 
-def _earlier_turns(state: _State) -> list[Message]:
+def _earlier_turns(ctx: RunContext) -> list[Message]:
     """Earlier turns of a multi-turn conversation, as plain chat messages."""
-    earlier = [m for m in state.messages[: state.task_index] if m.role != "system"]
+    earlier = [m for m in ctx.messages[: ctx.task_index] if m.role != "system"]
     if not earlier:
         return []
     chat = to_plain_chat(earlier, [])[1:]

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from bigloop._errors import ModelRetry
 from bigloop.atoms.models.base import ToolSpec
+from bigloop.atoms.schema import grammar_safe
 
 _REF = re.compile(r"\$(\d+)")
 _WHOLE_REF = re.compile(r"^\$(\d+)$")
@@ -56,11 +57,9 @@ def plan_schema(
     """The JSON schema of a plan over `specs` (every argument may also be a `$N`
     reference) of at least `min_steps` steps; with `allow_answer`, a reply may instead be
     `{"answer": "..."}`."""
-    from bigloop.atoms.models.local import _grammar_safe
-
     shapes = []
     for spec in specs:
-        args = _grammar_safe(spec.parameters)
+        args = grammar_safe(spec.parameters)
         props = {k: {"anyOf": [v, REF_SCHEMA]} for k, v in args.get("properties", {}).items()}
         shapes.append(
             {

@@ -16,15 +16,12 @@ import heapq
 import itertools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from bigloop._errors import BudgetExceeded
 from bigloop.atoms.models.base import Message, ModelSettings
+from bigloop.schedule.context import RunContext
 from bigloop.schedule.plan import is_empty
 from bigloop.trace.records import Step
-
-if TYPE_CHECKING:
-    from bigloop.loop import Loop, _State
 
 Verifier = Callable[[str, str, list[str]], float]
 """(task, answer, tool results on the path) -> score in [0, 1]; ≥ 0.5 accepts."""
@@ -87,9 +84,9 @@ class SearchPlanner:
         self.temperature = temperature
         self.verifier = verifier or default_verifier
 
-    async def steps(self, loop: Loop, state: _State) -> AsyncIterator[Step]:
+    async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
         ids = itertools.count()
-        root = Node(id=next(ids), parent=None, messages=list(state.messages))
+        root = Node(id=next(ids), parent=None, messages=list(ctx.messages))
         frontier: list[tuple[float, int, Node]] = [(0.0, root.id, root)]
         answers: list[tuple[float, float, int, Node, str]] = []
         expanded = 0
@@ -100,12 +97,12 @@ class SearchPlanner:
             expanded += 1
             seen: set[str] = set()
             for k in range(self.width):
-                loop._check_budget(state)
-                response = await loop._model_turn(
-                    state, node.messages, self._settings(loop.settings, k), state.specs
+                ctx.check_budget()
+                response = await ctx.model_turn(
+                    node.messages, self._settings(ctx.settings, k), ctx.specs
                 )
                 reply = response.as_message()
-                yield loop._model_step(state, response, reply, role=f"expand:{node.id}")
+                yield ctx.model_step(response, reply, role=f"expand:{node.id}")
                 signature = reply.content + repr([(c.name, c.arguments) for c in reply.tool_calls])
                 if response.error or signature in seen:
                     continue
@@ -119,22 +116,19 @@ class SearchPlanner:
                     results=list(node.results),
                 )
                 if not response.tool_calls:
-                    score = self.verifier(state.task, response.text, child.results)
+                    score = self.verifier(ctx.task, response.text, child.results)
                     if score >= 0.5:
                         cost = child.f + UNVERIFIED_COST * (1 - score)
                         heapq.heappush(answers, (cost, 1 - score, child.id, child, response.text))
                     continue
-                async for step in loop._call(
-                    state, response.tool_calls, repeats_are_mistakes=False
-                ):
-                    child.messages.append(state.messages[-1])
+                async for step in ctx.calls(response.tool_calls):
+                    child.messages.append(ctx.messages[-1])
                     output = str(step.output)
                     child.results.append(output)
                     child.g += 1
                     if step.error or is_empty(output):
                         child.h += FAILURE_COST
                     yield step
-                state.answer_only = False
                 heapq.heappush(frontier, (child.f, child.id, child))
         if not answers:
             raise BudgetExceeded(
@@ -142,8 +136,8 @@ class SearchPlanner:
                 f"(max_nodes={self.max_nodes})."
             )
         *_, best, answer = answers[0]
-        state.messages[:] = best.messages
-        state.answer = answer
+        ctx.messages[:] = best.messages
+        ctx.finish(answer)
 
     def _settings(self, base: ModelSettings, k: int) -> ModelSettings:
         if k == 0:

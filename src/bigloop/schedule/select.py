@@ -1,8 +1,10 @@
-"""Atom selection: which of the offered tools the model sees first.
+"""Atom selection helpers: lexical relevance of tools to a task, and the items a task
+lists.
 
 Small models favour the first tool listed, so the loop orders tools by their lexical
-relevance to the task (BM25 over name, description and parameter names). This is the
-in-prompt ordering for a few dozen tools; retrieval over large registries is separate.
+relevance to the task (BM25 over name, description and parameter names; the `RankTools`
+and `RelevanceGate` policies use it). This is the in-prompt ordering for a few dozen
+tools; retrieval over large registries is `bigloop.registry`.
 """
 
 from __future__ import annotations
@@ -57,28 +59,6 @@ def rank_tools(
     return [tools[i] for i in order]
 
 
-def relevant_tools(query: str, tools: list[ToolSpec], min_terms: int = 3) -> list[ToolSpec]:
-    """`tools` ranked by relevance, or none when the request is clearly about something else.
-
-    A request with at least `min_terms` content words, none of which appears in any tool's
-    name, description or parameters, gets no tools: the model then answers instead of
-    forcing an unrelated call. Shorter requests (or ones in a script the word splitter does
-    not read) always get every tool.
-    """
-    wanted = {t for t in terms(query) if not t.isdigit()}
-    if len(wanted) >= min_terms:
-        vocabulary = {t for spec in tools for t in terms(tool_text(spec) + " " + _param_text(spec))}
-        if not wanted & vocabulary:
-            return []
-    return rank_tools(query, tools)
-
-
-def _param_text(spec: ToolSpec) -> str:
-    import json
-
-    return json.dumps(spec.parameters, ensure_ascii=False)
-
-
 _NAME = r"[A-Z][\w'-]*(?:\s[A-Z][\w'-]*)*"
 _SEP = r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|vs\.?)\s+)"
 _LIST = re.compile(rf"{_NAME}(?:{_SEP}{_NAME})+")
@@ -86,13 +66,8 @@ _LIST = re.compile(rf"{_NAME}(?:{_SEP}{_NAME})+")
 
 def listed_items(task: str) -> list[str]:
     """The names a task enumerates ("Tokyo, Oslo and Cairo" → three), or [] when it lists
-    none. The graph planner asks for at least one step per listed item."""
+    none. The graph planner asks for at least one step per listed item; the auto planner
+    chooses the graph planner when there are several."""
     found = max(_LIST.findall(task), key=len, default="")
     items = [i.strip() for i in re.split(_SEP, found) if i.strip()]
     return items if len(items) >= 2 else []
-
-
-def choose_planner(task: str) -> str:
-    """The planner `planner="auto"` uses: "graph" when the task enumerates several named
-    items, which a task graph looks up concurrently; "react" otherwise."""
-    return "graph" if listed_items(task) else "react"

@@ -48,6 +48,8 @@ class RunResult:
     """With status "input_required": what the user must answer (`Loop.resume(run_id,
     answer=...)` continues the run with it)."""
     planner: str = "react"
+    cost: float = 0.0
+    """From the atoms' cards: `cost` per model turn or tool call, `cost_per_token`."""
 
     @property
     def tool_steps(self) -> list[Step]:

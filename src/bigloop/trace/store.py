@@ -11,7 +11,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +86,20 @@ class RunSummary:
     prompt_tokens: int
     completion_tokens: int
     config: dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class StepOutcome:
+    """How one traced step went, without its inputs and outputs: what learning from the
+    traces (success rates, latencies, token costs per atom) reads."""
+
+    run_id: str
+    kind: str
+    name: str
+    error: str | None
+    seconds: float
+    prompt_tokens: int
+    completion_tokens: int
 
 
 class TraceStore:
@@ -189,6 +203,29 @@ class TraceStore:
                 completion_tokens=r[9],
                 message=message_from_dict(json.loads(r[10])) if r[10] else None,
                 started_at=r[11],
+            )
+            for r in rows
+        ]
+
+    def step_outcomes(self, kinds: Collection[str] | None = None) -> list[StepOutcome]:
+        """Every step of every run in the order they were recorded, or only the steps
+        whose kind is in `kinds` (e.g. `{"tool", "model"}`)."""
+        query = (
+            "SELECT run_id, kind, name, error, seconds, prompt_tokens, completion_tokens FROM steps"
+        )
+        wanted = list(kinds) if kinds is not None else []
+        if kinds is not None:
+            query += f" WHERE kind IN ({', '.join('?' * len(wanted))})"
+        rows = self._db.execute(query + " ORDER BY rowid", wanted).fetchall()
+        return [
+            StepOutcome(
+                run_id=r[0],
+                kind=r[1],
+                name=r[2],
+                error=r[3],
+                seconds=r[4],
+                prompt_tokens=r[5],
+                completion_tokens=r[6],
             )
             for r in rows
         ]

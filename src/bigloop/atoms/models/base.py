@@ -83,6 +83,10 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     raw: str = ""
     error: str | None = None
+    answered_by: str | None = None
+    """Which model answered, when this one wraps others (fallback, cascade, hedged, routed)."""
+    route: dict[str, Any] | None = None
+    """A routed model's decision (order, Pareto front, rejections), for the trace."""
 
     def as_message(self) -> Message:
         """The assistant turn this reply adds to the conversation (unreadable output is

@@ -23,6 +23,7 @@ from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolSpec, Usage
 from bigloop.atoms.models.parse import to_response
 from bigloop.atoms.models.prompts import to_plain_chat
+from bigloop.atoms.schema import grammar_safe
 
 _GRAMMAR_CACHE = 32
 _LOADED: dict[tuple[str, int, int], Any] = {}
@@ -42,7 +43,7 @@ def call_schema(tools: list[ToolSpec]) -> dict[str, Any]:
     shapes = [
         {
             "type": "object",
-            "properties": {"name": {"const": t.name}, "arguments": _grammar_safe(t.parameters)},
+            "properties": {"name": {"const": t.name}, "arguments": grammar_safe(t.parameters)},
             "required": ["name", "arguments"],
             "additionalProperties": False,
         }
@@ -276,26 +277,3 @@ class LocalModel:
                 self.complete_chat, chat, settings=settings, grammar=grammar
             )
         return ModelResponse(text=raw, raw=raw, usage=usage)
-
-
-def _grammar_safe(schema: dict[str, Any]) -> dict[str, Any]:
-    """A copy of an argument schema without annotations the grammar does not need."""
-    drop = {"format", "description", "title", "examples", "default"}
-
-    def clean(node: Any, names: bool = False) -> Any:
-        if isinstance(node, list):
-            return [clean(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        if names:  # keys are property names, not keywords
-            return {k: clean(v) for k, v in node.items()}
-        return {
-            k: clean(v, names=k in ("properties", "$defs", "definitions"))
-            for k, v in node.items()
-            if k not in drop
-        }
-
-    cleaned: dict[str, Any] = clean(schema)
-    if cleaned.get("type") == "object":
-        cleaned.setdefault("properties", {})
-    return cleaned

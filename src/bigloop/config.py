@@ -1,0 +1,208 @@
+"""`LoopConfig`: everything that defines a loop, as data — what `bigloop run` builds from
+its options, what a config file holds, and what is stored with every run so that
+`bigloop resume` rebuilds the same loop.
+
+A config file is the JSON of a `LoopConfig`; every field is optional (the defaults are
+`bigloop run`'s) and an unknown field is an error:
+
+```json
+{
+  "model": "qwen2.5",
+  "base_url": "http://127.0.0.1:8000/v1",
+  "tools": ["calculator", "days_between"],
+  "db": "shop.db",
+  "planner": "graph",
+  "clarify": "missing",
+  "top_k": 5,
+  "max_steps": 12,
+  "max_seconds": 60
+}
+```
+
+This module sits below the loop: it builds atoms (the model, the tools) and leaves
+planners, policies and budgets to `Loop.from_config`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bigloop._errors import UserError
+from bigloop.atoms.models.base import ChatModel
+from bigloop.atoms.tool import Tool
+
+Planner = Literal["react", "graph", "search", "auto"]
+ClarifyWhen = Literal["off", "missing", "ungrounded"]
+
+
+class LoopConfig(BaseModel):
+    """A loop as data, JSON-serialisable.
+
+    Attributes:
+        model: "embedded", a .gguf path, or a server's model name with `base_url`.
+        base_url: an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1".
+        tools: names of built-in tools; None offers `builtin.default_tools()`.
+        files: let the loop read the files under this folder.
+        db: let the loop query this SQLite file (read-only).
+        planner: "react", "graph", "search" or "auto" (see `Loop`).
+        clarify: when to ask the user instead of guessing an argument: "off",
+            "missing" (a required argument is absent) or "ungrounded" (also: its value
+            appears nowhere in the conversation).
+        off: names of the loop's default policies to switch off.
+        top_k: offer the model only the k tools most relevant to the task; None offers all.
+        system: a system prompt placed before bigloop's own instructions.
+        temperature: the model's sampling temperature.
+        max_tokens_per_turn: completion tokens allowed per model turn.
+        max_steps: model turns allowed.
+        max_repairs: invalid replies and calls sent back to the model for correction.
+        max_seconds: wall time of the run.
+        max_tokens: prompt + completion tokens of the run.
+        max_cost: cost of the run, from the atoms' cards.
+        max_step_seconds: wall time of one model turn.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "embedded"
+    base_url: str | None = None
+    tools: list[str] | None = None
+    files: str | None = None
+    db: str | None = None
+    planner: Planner = "auto"
+    clarify: ClarifyWhen = "ungrounded"
+    off: list[str] = Field(default_factory=list)
+    top_k: int | None = Field(default=None, ge=1)
+    system: str | None = None
+    temperature: float = Field(default=0.0, ge=0.0)
+    max_tokens_per_turn: int = Field(default=512, ge=1)
+    max_steps: int = Field(default=8, ge=1)
+    max_repairs: int = Field(default=3, ge=0)
+    max_seconds: float | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost: float | None = Field(default=None, ge=0)
+    max_step_seconds: float | None = Field(default=None, gt=0)
+
+    @field_validator("planner", mode="before")
+    @classmethod
+    def _known_planner(cls, value: object) -> object:
+        if value not in get_args(Planner):
+            raise ValueError(f"Unknown planner {value!r}; use react, graph, search or auto.")
+        return value
+
+    @field_validator("clarify", mode="before")
+    @classmethod
+    def _known_clarify(cls, value: object) -> object:
+        if value not in get_args(ClarifyWhen):
+            raise ValueError(f"Unknown clarify mode {value!r}; use off, missing or ungrounded.")
+        return value
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], *, source: str) -> LoopConfig:
+        """Validate `data` (e.g. a parsed config file).
+
+        Args:
+            source: where `data` comes from, for the error message ("Config file x.json").
+
+        Raises:
+            UserError: `data` is not a valid config; the message names each bad field.
+        """
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            raise UserError(f"{source}: invalid loop config: {_problems(e)}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> LoopConfig:
+        """Read a config file (the JSON of a `LoopConfig`).
+
+        Raises:
+            UserError: the file is missing, is not a JSON object, or has a bad field.
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UserError(
+                f"Config file {path} does not exist. Pass the path of a JSON file of "
+                "LoopConfig fields (`bigloop run ... --save-config FILE` writes one)."
+            ) from None
+        except OSError as e:
+            raise UserError(f"Cannot read config file {path}: {e.strerror}.") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UserError(
+                f"Config file {path} is not valid JSON: {e.msg} at line {e.lineno}, "
+                f"column {e.colno}."
+            ) from None
+        if not isinstance(data, dict):
+            raise UserError(
+                f"Config file {path} must hold a JSON object of LoopConfig fields, "
+                f'e.g. {{"model": "embedded", "max_steps": 8}}.'
+            )
+        return cls.from_data(data, source=f"Config file {path}")
+
+    def save(self, path: str | Path) -> None:
+        """Write this config as JSON to `path`, every field included.
+
+        Raises:
+            UserError: the file cannot be written.
+        """
+        path = Path(path)
+        try:
+            path.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        except OSError as e:
+            raise UserError(f"Cannot write config file {path}: {e.strerror}.") from None
+
+    def build_model(self) -> ChatModel:
+        """The model `model` and `base_url` name (the embedded one loads on first use).
+
+        Raises:
+            UserError: `model` is neither "embedded", a .gguf file, nor paired with a URL.
+        """
+        from bigloop.atoms.models.spec import ModelSpec
+
+        return ModelSpec(name=self.model, base_url=self.base_url).build()
+
+    def build_tools(self) -> list[Tool]:
+        """The named built-in tools (or the defaults), plus file and SQLite tools when
+        `files` or `db` is set.
+
+        Raises:
+            UserError: an unknown tool name (the message lists the valid ones), or a
+                folder or database that does not exist.
+        """
+        from bigloop.atoms import builtin
+
+        chosen = builtin.default_tools()
+        if self.tools is not None:
+            by_name = {t.name: t for t in chosen}
+            unknown = [n for n in self.tools if n not in by_name]
+            if unknown:
+                raise UserError(f"Unknown tool(s) {unknown}; choose from {sorted(by_name)}.")
+            chosen = [by_name[n] for n in self.tools]
+        if self.files:
+            chosen += builtin.file_tools(self.files)
+        if self.db:
+            chosen += builtin.sqlite_tools(self.db)
+        return chosen
+
+
+def _problems(error: ValidationError) -> str:
+    """Pydantic's message for each bad field, on one line; a likely spelling for a typo."""
+    fields = list(LoopConfig.model_fields)
+    problems = []
+    for e in error.errors(include_url=False):
+        where = ".".join(str(part) for part in e["loc"]) or "config"
+        message = str(e["ctx"]["error"]) if e["type"] == "value_error" else e["msg"]
+        if e["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(str(e["loc"][0]), fields, n=1)
+            message += f" (did you mean {close[0]!r}?)" if close else f" (fields: {fields})"
+        problems.append(f"{where}: {message}")
+    return "; ".join(problems)

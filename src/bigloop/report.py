@@ -1,0 +1,218 @@
+"""How results look on the terminal: step lines, run summaries, tables, JSON, the BFCL
+scoreboard; and `Terminal`, the consoles and live status of one command.
+
+Results go to stdout; live progress, questions and errors go to stderr, so
+`bigloop run --json ... > out.json` stays machine-readable.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.status import Status
+    from rich.table import Table
+
+    from bigloop.atoms.card import AtomCard
+    from bigloop.registry import Hit
+    from bigloop.trace.records import RunResult, Step
+    from bigloop.trace.store import RunSummary
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console without automatic highlighting (numbers in answers stay plain)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+class Terminal:
+    """The terminal of one `run` or `resume` command.
+
+    Args:
+        json_out: print the result as JSON and nothing else: no live steps, no spinner.
+
+    Attributes:
+        out: where the result goes (stdout).
+        err: where live steps and questions go (stderr).
+        ask: asks the user at the terminal, pausing the live status meanwhile; None when
+            stdin or stderr is not a terminal, so that a run stops with its question
+            instead of hanging.
+    """
+
+    def __init__(self, *, json_out: bool = False) -> None:
+        self.json_out = json_out
+        self.out = make_console()
+        self.err = make_console(stderr=True)
+        self._status: Status | None = None
+        interactive = sys.stdin.isatty() and sys.stderr.isatty()
+        self.ask: Callable[[str], str] | None = self._prompt if interactive else None
+
+    def _prompt(self, question: str) -> str:
+        from rich.prompt import Prompt
+
+        status = self._status
+        if status is not None:
+            status.stop()
+        try:
+            return Prompt.ask(f"[bold yellow]?[/] {question}", console=self.err)
+        finally:
+            if status is not None:
+                status.start()
+
+    @contextmanager
+    def thinking(self, model_name: str) -> Iterator[None]:
+        """A spinner on stderr while the body runs (none with `json_out`)."""
+        if self.json_out:
+            yield
+            return
+        with self.err.status(f"[dim]{model_name} is thinking…", spinner="dots") as status:
+            self._status = status
+            try:
+                yield
+            finally:
+                self._status = None
+
+    def show_step(self, step: Step) -> None:
+        """One line per completed step, on stderr (none with `json_out`)."""
+        if not self.json_out:
+            self.err.print(step_line(step))
+
+    def show_result(self, result: RunResult) -> None:
+        """The answer, the question the run stopped on, or why it failed; then a summary.
+        With `json_out`, the result as JSON."""
+        if self.json_out:
+            print(json.dumps(result_json(result), indent=2, default=str))
+            return
+        if result.answer is not None:
+            self.out.print(f"\n[bold green]Answer:[/] {result.answer}")
+        elif result.status == "input_required":
+            self.out.print(
+                f"\n[bold yellow]Question:[/] {result.question}\n"
+                f"Answer it with: bigloop resume {result.run_id} --answer '...'"
+            )
+        else:
+            self.out.print(f"\n[bold red]No answer[/] ({result.status}): {result.error}")
+        self.out.print(summary_line(result))
+
+
+def summary_line(result: RunResult) -> str:
+    """Steps, tokens and model time of a run, and how to see its trace."""
+    u = result.usage
+    return (
+        f"[dim]run {result.run_id} · {len(result.steps)} steps · "
+        f"{u.prompt_tokens}+{u.completion_tokens} tokens · {u.seconds:.1f} s in the model · "
+        f"`bigloop trace show {result.run_id}`[/]"
+    )
+
+
+def step_line(step: Step) -> str:
+    """One step as a line of rich markup: a model turn's calls, a tool's result, a question."""
+    from rich.markup import escape
+
+    if step.kind == "model" and isinstance(step.input, dict) and "role" in step.input:
+        return (
+            f"[cyan]{step.index:>3} {step.input['role']}[/] {escape(str(step.output)[:300])} "
+            f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
+        )
+    if step.kind == "model":
+        calls = step.message.tool_calls if step.message else []
+        what = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls) or (
+            "answer" if step.error is None else f"[red]{step.error}[/]: {step.output}"
+        )
+        return (
+            f"[cyan]{step.index:>3} model[/] {escape(what)} "
+            f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
+        )
+    if step.kind == "ask":
+        return f"[yellow]{step.index:>3} ask[/]   {escape(str(step.output)[:200])}"
+    mark = "[green]→[/]" if step.error is None else f"[red]✗ {step.error}[/]"
+    output = escape(str(step.output)[:200])
+    ms = step.seconds * 1000
+    return f"[magenta]{step.index:>3} tool[/]  {step.name} {mark} {output} [dim]{ms:.1f} ms[/]"
+
+
+def print_trace(console: Console, result: RunResult) -> None:
+    """A recorded run: its header, every step, the summary."""
+    console.print(f"[bold]run {result.run_id}[/] · {result.status} · {result.task}")
+    for step in result.steps:
+        console.print(step_line(step))
+    console.print(summary_line(result))
+
+
+def result_json(result: RunResult) -> dict[str, Any]:
+    """A run as JSON-ready data: steps and usage, without the raw messages."""
+    data = asdict(result)
+    data["usage"]["total_tokens"] = result.usage.total_tokens
+    data.pop("messages", None)
+    for step in data["steps"]:
+        step.pop("message", None)
+    return data
+
+
+def runs_table(runs: Sequence[RunSummary]) -> Table:
+    """Recorded runs, one row each."""
+    from rich.table import Table
+
+    table = Table("run id", "status", "steps", "tools", "tokens", "seconds", "task")
+    for r in runs:
+        seconds = f"{r.ended_at - r.started_at:.1f}" if r.ended_at else "-"
+        table.add_row(
+            r.run_id,
+            r.status,
+            str(r.steps),
+            str(r.tool_calls),
+            str(r.prompt_tokens + r.completion_tokens),
+            seconds,
+            r.task[:60],
+        )
+    return table
+
+
+def cards_table(cards: Sequence[AtomCard]) -> Table:
+    """Atoms' cards, one row each."""
+    from rich.table import Table
+
+    table = Table("name", "kind", "privacy", "cost", "latency s", "reliability", "description")
+    for c in cards:
+        latency = f"{c.latency_s:.3f}" if c.latency_s is not None else "-"
+        table.add_row(
+            c.name, c.kind, c.privacy, f"{c.cost:g}", latency, f"{c.reliability:.2f}",
+            c.description[:70],
+        )  # fmt: skip
+    return table
+
+
+def hit_line(hit: Hit) -> str:
+    """One registry search result."""
+    return f"{hit.rank:>2}. [bold]{hit.card.name}[/] {hit.card.description[:90]}"
+
+
+def bfcl_markdown(report: dict[str, dict[str, Any]], model_name: str) -> str:
+    """The BFCL scoreboard as a markdown table: one row per category and mode."""
+    lines = [
+        f"BFCL (bfcl-eval 2026.3.23), model: {model_name}",
+        "",
+        "| category | mode | N | accuracy | valid calls | repaired | asked | p50 s | p95 s "
+        "| prompt tok | completion tok | prompt s | generation s | top errors |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for cat, modes in report.items():
+        for m, s in modes.items():
+            if not s.get("cases"):
+                continue
+            errors = ", ".join(f"{k} {v}" for k, v in list(s["errors"].items())[:3])
+            lines.append(
+                f"| {cat} | {m} | {s['cases']} | {s['accuracy']:.0%} | {s['valid_call_rate']:.0%} "
+                f"| {s['repaired']} | {s.get('asked', 0)} | {s['p50_s']:.1f} | {s['p95_s']:.1f} "
+                f"| {s['prompt_tokens']} "
+                f"| {s['completion_tokens']} | {s['prompt_s']:.0f} | {s['generation_s']:.0f} "
+                f"| {errors} |"
+            )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,42 @@
+"""The auto planner: picks a planner per task, then hands the run to it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+from bigloop.schedule.context import Planner, RunContext
+from bigloop.schedule.graph import GraphPlanner
+from bigloop.schedule.react import ReactPlanner
+from bigloop.schedule.select import listed_items
+from bigloop.trace.records import Step
+
+
+class AutoPlanner:
+    """A task graph (`many`) when the task enumerates several items, which it looks up
+    concurrently; ReAct (`one`) otherwise. The choice depends only on the task, so a
+    resumed run makes the same one.
+
+    Args:
+        items: finds the items a task enumerates (default: `listed_items`).
+    """
+
+    name = "auto"
+
+    def __init__(
+        self,
+        *,
+        items: Callable[[str], list[str]] = listed_items,
+        many: Planner | None = None,
+        one: Planner | None = None,
+    ) -> None:
+        self.items = items
+        self.many = many or GraphPlanner(items=items)
+        self.one = one or ReactPlanner()
+
+    def choose(self, task: str) -> Planner:
+        return self.many if self.items(task) else self.one
+
+    def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
+        chosen = self.choose(ctx.task)
+        ctx.planner = chosen.name
+        return chosen.steps(ctx)

@@ -1,0 +1,449 @@
+"""The run context: everything a planner may use during one run, and nothing else.
+
+A planner (`Planner.steps(ctx)`) sees the task, the conversation, the offered tools and
+the completed steps, and acts only through these methods:
+
+- `model_turn` / `model_stream`: one model turn, within the step time limit, counted in
+  the run's usage and cost; `model_step` records it.
+- `call` / `calls`: make tool calls — checked by the loop's policies (adapt, reject, ask),
+  identical calls made once, non-idempotent calls never repeated after a crash, results
+  turned into `Step`s.
+- `ask`: put a question to the user.
+- `check_budget`, `count_repair`, `repair`: the run's limits.
+- `finish`: the answer.
+
+The `Loop` builds the context, drives the planner's steps and records each one (trace
+store, `on_step`); a planner never sees the `Loop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bigloop._errors import BudgetExceeded, InputRequired
+from bigloop.atoms.models.base import (
+    ChatModel,
+    Message,
+    ModelResponse,
+    ModelSettings,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from bigloop.atoms.models.prompts import LOOP_NOTE
+from bigloop.atoms.tool import Tool
+from bigloop.schedule.call import CallResult, Outcome, call_key, call_tool
+from bigloop.schedule.policies import CallCheck, Evidence, run_checks
+from bigloop.trace.records import Step, StepKind
+from bigloop.trace.store import TraceStore
+
+AskFn = Callable[[str], "str | Awaitable[str]"]
+"""Asks the user a question and returns the answer (sync or async)."""
+
+ResultHook = Callable[["RunContext", CallResult], None]
+"""Called after each completed tool call (e.g. to offer the tools `find_tools` found)."""
+
+
+class Planner(Protocol):
+    """A scheduling strategy: yields the run's steps until `ctx.finish(answer)`.
+
+    On resume `ctx.steps` already holds the completed steps; a planner that keeps state
+    of its own rebuilds it from them (by convention in a `restore(steps)` method) before
+    going on.
+    """
+
+    name: str
+
+    def steps(self, ctx: RunContext) -> AsyncIterator[Step]: ...
+
+
+@dataclass(kw_only=True)
+class Budget:
+    """Limits of one run.
+
+    Attributes:
+        max_steps: model turns.
+        max_tokens: prompt + completion tokens.
+        max_seconds: wall time of the run.
+        max_cost: cost from the atoms' cards (`cost` per call, `cost_per_token`).
+        max_step_seconds: wall time of one model turn.
+        max_repairs: invalid replies and calls sent back to the model for correction
+            (repeated identical calls count too: runaway loops stop here).
+    """
+
+    max_steps: int = 8
+    max_tokens: int | None = None
+    max_seconds: float | None = None
+    max_cost: float | None = None
+    max_step_seconds: float | None = None
+    max_repairs: int = 3
+
+
+@dataclass(kw_only=True)
+class RunContext:
+    """One run's public state and the operations a planner may perform.
+
+    Attributes:
+        run_id, task: the run.
+        model, settings, system: the model, its default settings, the user's system prompt.
+        tools: every tool of the loop, by name.
+        specs: the tools offered to the model (planners may narrow or extend the list).
+        catalog: every tool's spec by name (`specs` is drawn from it).
+        messages: the conversation (system, earlier turns, the task, then this run's turns).
+        task_index: where the task's user message is in `messages`.
+        steps: completed steps, oldest first (on resume: the stored ones too).
+        budget, usage, cost, model_turns, repairs: accounting.
+        answer, question: how the run ended.
+        planner: the name of the planner that ran (set by delegating planners).
+    """
+
+    run_id: str
+    task: str
+    model: ChatModel
+    settings: ModelSettings
+    system: str | None
+    tools: Mapping[str, Tool]
+    catalog: Mapping[str, ToolSpec]
+    specs: list[ToolSpec]
+    messages: list[Message]
+    task_index: int
+    budget: Budget
+    checks: Sequence[CallCheck] = ()
+    ask_user: AskFn | None = None
+    store: TraceStore | None = None
+    on_result: Sequence[ResultHook] = ()
+    planner: str = "react"
+    steps: list[Step] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    model_turns: int = 0
+    repairs: int = 0
+    answer: str | None = None
+    question: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+    answers: list[str] = field(default_factory=list)
+    """The user's answers not yet used (given to `resume`)."""
+    intents: set[str] = field(default_factory=set)
+    done_calls: dict[str, str] = field(default_factory=dict)
+    failed_calls: dict[str, str] = field(default_factory=dict)
+    _inflight: dict[str, asyncio.Future[CallResult]] = field(default_factory=dict)
+
+    def replay(self, steps: list[Step]) -> None:
+        """Rebuild the conversation and the accounting from a run's stored steps (resume):
+        their messages, usage, model turns and completed calls."""
+        self.steps = list(steps)
+        for s in steps:
+            if s.message is not None:
+                self.messages.append(s.message)
+            self.usage.add(
+                Usage(prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens)
+            )
+            if s.kind == "model":
+                self.model_turns += 1
+            elif s.kind == "tool" and s.error is None and s.message is not None:
+                call = ToolCall(id="", name=s.name, arguments=s.input)
+                self.done_calls[call_key(call)] = s.message.content
+
+    # ------------------------------------------------------------------ the answer
+
+    def finish(self, answer: str) -> None:
+        """End the run with `answer` (the planner then returns)."""
+        self.answer = answer
+
+    # ------------------------------------------------------------------ budget
+
+    def check_budget(self) -> None:
+        """Raise `BudgetExceeded` when a limit of the run is reached."""
+        b = self.budget
+        if self.model_turns >= b.max_steps:
+            raise BudgetExceeded(f"No answer within {b.max_steps} steps.")
+        if b.max_tokens is not None and self.usage.total_tokens >= b.max_tokens:
+            raise BudgetExceeded(f"Token budget of {b.max_tokens} used up.")
+        if b.max_seconds is not None and time.perf_counter() - self.started >= b.max_seconds:
+            raise BudgetExceeded(f"Time budget of {b.max_seconds:g} s used up.")
+        if b.max_cost is not None and self.cost >= b.max_cost:
+            raise BudgetExceeded(f"Cost budget of {b.max_cost:g} used up ({self.cost:g}).")
+
+    def count_repair(self, problem: str, n: int = 1) -> None:
+        """Count `n` corrections of the model; raise `BudgetExceeded` past the limit."""
+        self.repairs += n
+        if self.repairs > self.budget.max_repairs:
+            raise BudgetExceeded(
+                f"The model's replies stayed invalid after "
+                f"{self.budget.max_repairs} corrections; last: {problem}"
+            )
+
+    def count_mistakes(self, n: int) -> None:
+        """Count `n` invalid calls; raise `BudgetExceeded` past the repair limit."""
+        self.repairs += n
+        if self.repairs > self.budget.max_repairs:
+            raise BudgetExceeded(
+                f"The model made {self.repairs} invalid calls or replies "
+                f"(limit {self.budget.max_repairs})."
+            )
+
+    def repair(self, problem: str) -> None:
+        """Count a correction and tell the model `problem` in the conversation."""
+        self.count_repair(problem)
+        self.messages.append(Message(role="user", content=problem, name=LOOP_NOTE))
+
+    # ------------------------------------------------------------------ model turns
+
+    async def model_turn(
+        self,
+        messages: list[Message],
+        settings: ModelSettings | None = None,
+        specs: list[ToolSpec] | None = None,
+    ) -> ModelResponse:
+        """One model turn within the per-step time limit, counted in usage and cost."""
+        turn = self.model.chat(messages, specs or [], settings or self.settings)
+        limit = self.budget.max_step_seconds
+        try:
+            response = await (asyncio.wait_for(turn, limit) if limit else turn)
+        except TimeoutError:
+            raise BudgetExceeded(f"A model turn took longer than {limit:g} s.") from None
+        self._count_turn(response.usage)
+        return response
+
+    @property
+    def can_stream(self) -> bool:
+        """Whether the model streams structured output (`model_stream`)."""
+        return callable(getattr(self.model, "stream", None))
+
+    async def model_stream(
+        self, messages: list[Message], settings: ModelSettings
+    ) -> AsyncIterator[str | Usage]:
+        """One structured-output model turn as it is generated: text pieces, then its
+        `Usage`. Counted like `model_turn` (also when closed early) and held to the same
+        per-step time limit."""
+        stream: AsyncIterator[str | Usage] = self.model.stream(messages, settings)  # type: ignore[attr-defined]
+        limit = self.budget.max_step_seconds
+        deadline = None if limit is None else time.perf_counter() + limit
+        usage = Usage()
+        try:
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+                try:
+                    piece = await asyncio.wait_for(anext(stream), left)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise BudgetExceeded(f"A model turn took longer than {limit:g} s.") from None
+                if isinstance(piece, Usage):
+                    usage = piece
+                yield piece
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+            self._count_turn(usage)
+
+    def _count_turn(self, usage: Usage) -> None:
+        self.model_turns += 1
+        self.usage.add(usage)
+        card = self.model.card
+        self.cost += card.cost + card.cost_per_token * usage.total_tokens
+
+    def model_step(
+        self, response: ModelResponse, reply: Message, *, role: str | None = None
+    ) -> Step:
+        """The `Step` recording a model turn (`reply` is what it added to the conversation)."""
+        info: dict[str, Any] = {"messages": len(self.messages) - 1, "tools": len(self.specs)}
+        if role:
+            info["role"] = role
+        if response.route is not None:
+            info["route"] = response.route
+        if response.answered_by:
+            info["answered_by"] = response.answered_by
+        return Step(
+            run_id=self.run_id,
+            index=len(self.steps),
+            kind="model",
+            name=self.model.name,
+            input=info,
+            output=response.raw
+            or reply.content
+            or [{"name": c.name, "arguments": c.arguments} for c in response.tool_calls],
+            error="malformed_reply" if response.error else None,
+            seconds=response.usage.seconds,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            message=reply,
+            started_at=time.time() - response.usage.seconds,
+        )
+
+    # ------------------------------------------------------------------ tool calls
+
+    def evidence(self) -> Evidence:
+        """What the user and the tools have said so far (for grounding checks)."""
+
+        def texts() -> list[str]:
+            said = [m.content for m in self.messages if m.role in ("user", "tool")]
+            return said + [str(s.output) for s in self.steps if s.kind == "tool"]
+
+        return Evidence(texts)
+
+    def writes(self, name: str) -> bool:
+        """Whether tool `name` has side effects (is not idempotent)."""
+        tool = self.tools.get(name)
+        return tool is not None and not tool.idempotent
+
+    async def calls(self, calls: list[ToolCall]) -> AsyncIterator[Step]:
+        """Make one model turn's calls concurrently; add each result to the conversation
+        and yield its step, in the calls' order.
+
+        A call that must wait for the user's answer is recorded as an unanswered "ask"
+        step; the others complete and are recorded before the run stops to ask. Calls that
+        were the model's mistakes are counted as corrections.
+        """
+        outcomes: list[CallResult | BaseException]
+        if len(calls) == 1:  # the common case: no task to schedule
+            try:
+                outcomes = [await self.call(calls[0])]
+            except InputRequired as e:
+                outcomes = [e]
+        else:
+            outcomes = await asyncio.gather(*(self.call(c) for c in calls), return_exceptions=True)
+        question = None
+        mistakes = 0
+        for call, outcome in zip(calls, outcomes, strict=True):
+            if isinstance(outcome, InputRequired):
+                question = question or outcome.question
+                output = f"Not called: waiting for the user's answer to: {outcome.question}"
+                self.messages.append(_tool_message(call, output))
+                yield self.tool_step(call, output, None, kind="ask", error="unanswered")
+                continue
+            if isinstance(outcome, BaseException):
+                raise outcome
+            self.messages.append(_tool_message(call, outcome.output))
+            yield self.tool_step(call, outcome.output, outcome)
+            mistakes += outcome.model_mistake
+        if question is not None:
+            self.messages.append(Message(role="assistant", content=question))
+            raise InputRequired(question)
+        if mistakes:
+            self.count_mistakes(mistakes)
+
+    def tool_step(
+        self,
+        call: ToolCall,
+        output: str,
+        result: CallResult | None,
+        *,
+        kind: StepKind | None = None,
+        error: str | None = None,
+    ) -> Step:
+        """The `Step` recording a call's result; the last message is its tool message."""
+        if kind is None:
+            kind = "ask" if result is not None and result.outcome == "asked" else "tool"
+        if error is None and result is not None and not result.ok and kind != "ask":
+            error = result.outcome
+        return Step(
+            run_id=self.run_id,
+            index=len(self.steps),
+            kind=kind,
+            name=call.name,
+            input=call.arguments,
+            output=output,
+            error=error,
+            seconds=result.seconds if result else 0.0,
+            message=self.messages[-1] if self.messages else None,
+            started_at=result.started_at if result else time.time(),
+        )
+
+    async def call(self, call: ToolCall) -> CallResult:
+        """Check, adapt and make one call; never raises for a model or tool error.
+
+        Identical calls are made once (a repeat gets the first result); a call a check
+        flags for the user is put to them instead; a non-idempotent call that a crash
+        interrupted is not made again.
+
+        Raises:
+            InputRequired: a check asks the user and there is no way to ask now.
+        """
+        spec = self.catalog.get(call.name)
+        if spec is not None and self.checks:
+            checked = run_checks(self.checks, call, spec, self.evidence())
+            call.arguments = checked.call.arguments
+            if checked.problem is not None:
+                return _made(call, "invalid_arguments", "Error: " + checked.problem)
+            if checked.question is not None:
+                answer = await self.ask(checked.question)
+                output = (
+                    f"Not called: I asked the user {checked.question!r}; they answered "
+                    f"{answer!r}. Call again with their answer."
+                )
+                return _made(call, "asked", output)
+        key = call_key(call)
+        if key in self.done_calls:
+            return _made(call, "repeated", self.done_calls[key])
+        if key in self.failed_calls:
+            return _made(
+                call,
+                "repeated",
+                f"You already made this exact call and it failed ({self.failed_calls[key]}). "
+                "Use another tool or other arguments.",
+            )
+        if key in self._inflight:
+            first = await asyncio.shield(self._inflight[key])
+            return _made(call, "repeated", first.output)
+        tool = self.tools.get(call.name)
+        if tool is not None and not tool.idempotent:
+            if key in self.intents:
+                return _made(
+                    call,
+                    "tool_error",
+                    f"Error: this call to {call.name} was started before the run was "
+                    "interrupted, and its outcome is unknown. It was not repeated because "
+                    f"{call.name} is not idempotent; check its effect before calling again.",
+                )
+            self.intents.add(key)
+            if self.store:
+                self.store.add_intent(self.run_id, key)
+        future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            result = await call_tool(call, self.tools)
+        finally:
+            del self._inflight[key]
+        future.set_result(result)
+        if result.ok:
+            self.done_calls[key] = result.output
+        elif not result.model_mistake:
+            self.failed_calls[key] = result.output
+        if tool is not None:
+            self.cost += tool.card.cost
+        for hook in self.on_result:
+            hook(self, result)
+        return result
+
+    # ------------------------------------------------------------------ the user
+
+    async def ask(self, question: str) -> str:
+        """The user's answer to `question`.
+
+        Raises:
+            InputRequired: there is no way to ask now (the run stops with the question;
+                `Loop.resume(run_id, answer=...)` continues it).
+        """
+        if self.answers:
+            return self.answers.pop(0)
+        if self.ask_user is None:
+            raise InputRequired(question)
+        answer = self.ask_user(question)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return str(answer)
+
+
+def _made(call: ToolCall, outcome: Outcome, output: str) -> CallResult:
+    return CallResult(
+        call=call, outcome=outcome, output=output, seconds=0.0, started_at=time.time()
+    )
+
+
+def _tool_message(call: ToolCall, output: str) -> Message:
+    return Message(role="tool", content=output, tool_call_id=call.id, name=call.name)

@@ -1,0 +1,240 @@
+"""Policies: the loop's heuristics as named, swappable parts.
+
+Two protocols:
+
+- `CallCheck` — looks at one call before it is made and returns a `Verdict`: accept it,
+  adapt its arguments, reject it (the problem goes back to the model), or ask the user.
+  The loop runs its checks in order; an adaptation feeds the next check; the first
+  rejection or question ends the checks.
+- `ToolSelector` — chooses, from the loop's tools, the ones a task's model turns are
+  offered. The loop applies its selectors in order.
+
+The defaults (`default_checks`, `default_selectors`) are today's measured behaviour. Every
+part has a `name`, so a benchmark can switch one off (`LoopConfig.off`) and an optimizer
+can tune it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal, Protocol
+
+from bigloop.atoms.models.base import ToolCall, ToolSpec
+from bigloop.schedule.adapt import coerce
+from bigloop.schedule.grounding import grounded
+from bigloop.schedule.select import rank_tools, terms, tool_text
+
+Action = Literal["accept", "adapt", "reject", "ask"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """A check's decision on one call.
+
+    Attributes:
+        action: accept, adapt (make the call with `arguments`), reject (send `message` to
+            the model as the call's result) or ask (put `message` to the user).
+        arguments: the adapted arguments.
+        message: the problem (reject) or the question (ask).
+    """
+
+    action: Action
+    arguments: Any = None
+    message: str = ""
+
+
+ACCEPT = Verdict(action="accept")
+
+
+class Evidence:
+    """What the conversation has said so far — the task, the user's turns, every tool
+    result — as one lower-cased text, built only when a check reads it.
+
+    Args:
+        source: the text, or a function returning the texts to join.
+    """
+
+    def __init__(self, source: str | Callable[[], list[str]]) -> None:
+        self._source = source
+
+    @cached_property
+    def text(self) -> str:
+        source = self._source
+        return (source if isinstance(source, str) else "\n".join(source())).lower()
+
+    def mentions(self, value: str | int | float) -> bool:
+        """Whether `value`'s words and numbers all occur in the conversation (`grounded`)."""
+        return grounded(value, self.text)
+
+
+class CallCheck(Protocol):
+    """Decides about one call before it is made."""
+
+    name: str
+
+    def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict: ...
+
+
+class ToolSelector(Protocol):
+    """Chooses the tools offered for a task, from the ones given (in order)."""
+
+    name: str
+
+    def select(self, task: str, specs: list[ToolSpec]) -> list[ToolSpec]: ...
+
+
+@dataclass(kw_only=True)
+class CoerceTypes:
+    """Adapts value types to the schema: "3" for an integer, 2 for a float, "a,b" for an
+    array of strings."""
+
+    name: str = "coerce_types"
+
+    def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
+        adapted = coerce(call.arguments, spec.parameters)
+        if repr(adapted) == repr(call.arguments):  # == would call 2 and 2.0 equal
+            return ACCEPT
+        return Verdict(action="adapt", arguments=adapted)
+
+
+@dataclass(kw_only=True)
+class DropInventedOptionals:
+    """Omits optional string or number arguments the conversation never mentions.
+
+    A value the user did not give, for a parameter they need not give, was invented by
+    the model ("unit": "cm" for a request in inches); the tool's own default is the
+    better guess.
+    """
+
+    name: str = "drop_invented_optionals"
+
+    def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
+        if not isinstance(call.arguments, dict):
+            return ACCEPT
+        schema = spec.parameters
+        optional = set(schema.get("properties", {})) - set(schema.get("required", []))
+        kept = {
+            name: value
+            for name, value in call.arguments.items()
+            if not (name in optional and guessable(value) and not evidence.mentions(value))
+        }
+        if len(kept) == len(call.arguments):
+            return ACCEPT
+        return Verdict(action="adapt", arguments=kept)
+
+
+@dataclass(kw_only=True)
+class RejectCopiedExamples:
+    """Rejects string arguments taken from the tool's own documentation.
+
+    Small models copy a description's example ("e.g. San Francisco, CA") into the call. A
+    value of at least `min_chars` characters that appears in the tool's docs but nowhere
+    in the conversation is sent back to the model.
+    """
+
+    name: str = "reject_copied_examples"
+    min_chars: int = 3
+
+    def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
+        if not isinstance(call.arguments, dict):
+            return ACCEPT
+        docs = json.dumps(spec.parameters, ensure_ascii=False) + " " + spec.description
+        problems = [
+            f"{name}={value!r} is the example from the tool's description, not a value "
+            "from the request; use the request's values"
+            for name, value in call.arguments.items()
+            if isinstance(value, str)
+            and len(value) >= self.min_chars
+            and value in docs
+            and value.lower() not in evidence.text
+        ]
+        if not problems:
+            return ACCEPT
+        return Verdict(action="reject", message="; ".join(problems))
+
+
+@dataclass(kw_only=True)
+class RelevanceGate:
+    """Offers no tool when the request is clearly about something else.
+
+    A request with at least `min_terms` content words, none of which appears in any
+    tool's name, description or parameters, gets no tools: the model then answers instead
+    of forcing an unrelated call. Shorter requests always get every tool.
+    """
+
+    min_terms: int = 3
+    name: str = "relevance_gate"
+
+    def select(self, task: str, specs: list[ToolSpec]) -> list[ToolSpec]:
+        wanted = {t for t in terms(task) if not t.isdigit()}
+        if len(wanted) < self.min_terms:
+            return specs
+        vocabulary = {
+            t
+            for spec in specs
+            for t in terms(tool_text(spec) + " " + json.dumps(spec.parameters, ensure_ascii=False))
+        }
+        return specs if wanted & vocabulary else []
+
+
+@dataclass(kw_only=True)
+class RankTools:
+    """Orders tools by BM25 relevance to the task (small models favour the first one
+    listed); keeps the first `top_k` (None: all)."""
+
+    top_k: int | None = None
+    name: str = "rank_tools"
+
+    def select(self, task: str, specs: list[ToolSpec]) -> list[ToolSpec]:
+        return rank_tools(task, specs)[: self.top_k]
+
+
+def default_checks(clarify: CallCheck | None = None) -> list[CallCheck]:
+    """Type coercion, invented optionals dropped, copied doc examples rejected, then
+    `clarify` when given."""
+    checks: list[CallCheck] = [CoerceTypes(), DropInventedOptionals(), RejectCopiedExamples()]
+    return [*checks, clarify] if clarify is not None else checks
+
+
+def default_selectors(top_k: int | None = None) -> list[ToolSelector]:
+    return [RelevanceGate(), RankTools(top_k=top_k)]
+
+
+@dataclass(kw_only=True)
+class Checked:
+    """The outcome of a loop's checks on one call: the call to make, or why not."""
+
+    call: ToolCall
+    problem: str | None = None
+    question: str | None = None
+    by: list[str] = field(default_factory=list)
+    """Names of the checks that adapted, rejected or asked."""
+
+
+def run_checks(
+    checks: Sequence[CallCheck], call: ToolCall, spec: ToolSpec, evidence: Evidence
+) -> Checked:
+    """Apply `checks` in order to `call`."""
+    out = Checked(call=call)
+    for check in checks:
+        verdict = check.check(out.call, spec, evidence)
+        if verdict.action == "accept":
+            continue
+        out.by.append(check.name)
+        if verdict.action == "adapt":
+            out.call = ToolCall(id=call.id, name=call.name, arguments=verdict.arguments)
+        elif verdict.action == "reject":
+            out.problem = verdict.message
+            return out
+        else:
+            out.question = verdict.message
+            return out
+    return out
+
+
+def guessable(value: Any) -> bool:
+    """A value a model could have guessed: a string or a number (not a boolean)."""
+    return isinstance(value, str | int | float) and not isinstance(value, bool)

@@ -1,0 +1,76 @@
+"""The ReAct planner: one model turn chooses the next calls, their results come back,
+repeat until the model answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from bigloop.atoms.models.base import Message, ToolCall
+from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
+from bigloop.schedule.context import RunContext
+from bigloop.trace.records import Step
+
+_MISTAKES = ("unknown_tool", "invalid_arguments")
+
+
+class ReactPlanner:
+    """ReAct: a model turn, then its calls (several at once when independent), until an
+    answer.
+
+    Args:
+        stop_after_calls: end the run (answer None) after the first turn whose calls were
+            all made — for benchmarks that score the calls, not an answer (BFCL). Turns
+            with invalid calls are still corrected first.
+    """
+
+    name = "react"
+
+    def __init__(self, *, stop_after_calls: bool = False) -> None:
+        self.stop_after_calls = stop_after_calls
+
+    def restore(self, ctx: RunContext) -> list[ToolCall]:
+        """The calls the last model turn asked for that have no completed step (a run
+        interrupted while calling)."""
+        steps = ctx.steps
+        last = next((s for s in reversed(steps) if s.kind == "model"), None)
+        if last is None or last.message is None:
+            return []
+        done = {s.message.tool_call_id for s in steps[last.index + 1 :] if s.message}
+        return [c for c in last.message.tool_calls if c.id not in done]
+
+    async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
+        pending = self.restore(ctx)
+        answer_only = False
+        while True:
+            if pending:
+                made: list[Step] = []
+                async for step in ctx.calls(pending):
+                    made.append(step)
+                    yield step
+                pending = []
+                repeats = sum(s.error == "repeated" for s in made)
+                if repeats:
+                    ctx.count_mistakes(repeats)
+                if self.stop_after_calls and not any(s.error in _MISTAKES for s in made):
+                    return
+                # A model that only repeats calls already has their results: ask for the answer.
+                answer_only = bool(made) and repeats == len(made)
+            ctx.check_budget()
+            if answer_only:
+                ctx.messages.append(
+                    Message(role="user", content=ANSWER_NOW.format(task=ctx.task), name=LOOP_NOTE)
+                )
+            specs = [] if answer_only else ctx.specs
+            response = await ctx.model_turn(ctx.messages, specs=specs)
+            reply = response.as_message()
+            ctx.messages.append(reply)
+            yield ctx.model_step(response, reply)
+            if response.error:
+                ctx.repair(response.error)
+            elif response.tool_calls:
+                pending = response.tool_calls
+            elif response.text.strip():
+                ctx.finish(response.text)
+                return
+            else:
+                ctx.repair("Your answer was empty. Call a tool or give the answer.")

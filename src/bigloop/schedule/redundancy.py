@@ -1,0 +1,243 @@
+"""Model wrappers that add redundancy, fallback or routing to a `ChatModel`.
+
+- `FallbackModel` tries models in order when one fails or times out.
+- `RoutedModel` orders its models by their cards (`route`) for each request, then falls
+  back along that order.
+- `HedgedModel` sends a critical request to a second model when the first is slow and
+  takes the first valid reply.
+- `CascadeModel` asks a cheap model first and escalates to a strong one when the cheap
+  reply does not pass a check (cheap/strong routing; default check: `calls_are_valid`).
+
+Each wrapper is itself a `ChatModel` and keeps no per-call state, so one wrapper can serve
+concurrent runs. What happened in a call is reported on the reply it returns:
+`ModelResponse.answered_by` names the model that wrote it and, for `RoutedModel`,
+`ModelResponse.route` holds the routing decision. A wrapper fills either field only when
+the reply it passes on left it empty: with nested wrappers the innermost report wins, so
+`answered_by` names the model that actually wrote the reply, not an intermediate wrapper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from bigloop._errors import ModelUnavailable, UserError
+from bigloop.atoms.card import AtomCard
+from bigloop.atoms.models.base import (
+    ChatModel,
+    Message,
+    ModelResponse,
+    ModelSettings,
+    ToolSpec,
+)
+from bigloop.schedule.call import schema_problems
+from bigloop.schedule.route import Constraints, Weights, route
+
+Check = Callable[[ModelResponse, list[ToolSpec]], bool]
+"""A cascade check: does this reply to a request offering these tools need no escalation?"""
+
+
+class FallbackModel:
+    """Tries `models` in order: a model that fails (unreachable, error) or takes longer than
+    `timeout_s` hands the request to the next. The reply says which model answered."""
+
+    def __init__(self, models: Sequence[ChatModel], *, timeout_s: float | None = None) -> None:
+        if not models:
+            raise UserError("FallbackModel needs at least one model.")
+        self.models = list(models)
+        self.timeout_s = timeout_s
+
+    @property
+    def name(self) -> str:
+        return "fallback(" + ", ".join(m.name for m in self.models) + ")"
+
+    @property
+    def card(self) -> AtomCard:
+        cards = [m.card for m in self.models]
+        return _redundant(self.name, "fallback chain", cards, max(c.cost for c in cards))
+
+    async def chat(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        failures = []
+        for model in self.models:
+            try:
+                turn = model.chat(messages, tools, settings)
+                response = await (
+                    asyncio.wait_for(turn, self.timeout_s) if self.timeout_s else turn
+                )
+            except (ModelUnavailable, TimeoutError) as e:
+                failures.append(f"{model.name}: {e or 'timed out'}")
+                continue
+            return _answered(response, model.name)
+        raise ModelUnavailable("Every model in the fallback chain failed: " + "; ".join(failures))
+
+
+class RoutedModel:
+    """A model atom that routes every request among `models` by their cards (`route`),
+    then falls back along the route's order. Each reply carries its routing decision in
+    `ModelResponse.route` (order, Pareto front, rejections), which the loop writes into
+    the trace."""
+
+    def __init__(
+        self,
+        models: Sequence[ChatModel],
+        *,
+        constraints: Constraints | None = None,
+        weights: Weights | None = None,
+        cards: Sequence[AtomCard] | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.models = {m.name: m for m in models}
+        self.constraints = constraints
+        self.weights = weights
+        self.cards = list(cards) if cards is not None else [m.card for m in models]
+        self.timeout_s = timeout_s
+        route(self.cards, constraints, weights)  # fail fast on impossible constraints
+
+    @property
+    def name(self) -> str:
+        return "routed(" + ", ".join(self.models) + ")"
+
+    @property
+    def card(self) -> AtomCard:
+        first = self.models[route(self.cards, self.constraints, self.weights).order[0]]
+        return replace(first.card, name=self.name, description="routed model")
+
+    async def chat(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        decision = route(self.cards, self.constraints, self.weights)
+        chain = FallbackModel([self.models[n] for n in decision.order], timeout_s=self.timeout_s)
+        response = await chain.chat(messages, tools, settings)
+        if response.route is not None:
+            return response
+        return replace(response, route=decision.to_dict())
+
+
+class HedgedModel:
+    """Redundant calls for critical steps: ask `primary`; if it has not answered within
+    `hedge_after_s`, also ask `backup`; the first valid reply wins, the other is cancelled."""
+
+    def __init__(self, primary: ChatModel, backup: ChatModel, *, hedge_after_s: float) -> None:
+        self.primary, self.backup = primary, backup
+        self.hedge_after_s = hedge_after_s
+
+    @property
+    def name(self) -> str:
+        return f"hedged({self.primary.name}, {self.backup.name})"
+
+    @property
+    def card(self) -> AtomCard:
+        cards = [self.primary.card, self.backup.card]
+        return _redundant(self.name, "hedged pair", cards, sum(c.cost for c in cards))
+
+    async def chat(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        first = asyncio.ensure_future(self.primary.chat(messages, tools, settings))
+        done, _ = await asyncio.wait({first}, timeout=self.hedge_after_s)
+        if done and _valid(first):
+            return _answered(first.result(), self.primary.name)
+        racers = {first: self.primary.name} if not done else {}
+        second = asyncio.ensure_future(self.backup.chat(messages, tools, settings))
+        racers[second] = self.backup.name
+        try:
+            while racers:
+                done, _ = await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    name = racers.pop(task)
+                    if _valid(task):
+                        return _answered(task.result(), name)
+            if first.done() and not first.cancelled() and first.exception() is None:
+                # Both replied, neither valid: the primary's, for the loop to repair.
+                return _answered(first.result(), self.primary.name)
+            raise ModelUnavailable(f"{self.name}: neither model gave a reply.")
+        finally:
+            for task in racers:
+                task.cancel()
+
+
+def calls_are_valid(response: ModelResponse, tools: list[ToolSpec]) -> bool:
+    """The default cascade check: a readable reply whose calls name offered tools with
+    arguments that satisfy their schemas."""
+    if response.error:
+        return False
+    specs = {t.name: t for t in tools}
+    return all(
+        c.name in specs and not schema_problems(c.arguments, specs[c.name].parameters)
+        for c in response.tool_calls
+    )
+
+
+class CascadeModel:
+    """Cheap/strong routing: ask `cheap` first; escalate to `strong` when its reply fails
+    `check` (default: valid calls to offered tools). `calls` counts requests and
+    `escalated` how many of them went to `strong`, over every run that shares the model."""
+
+    def __init__(self, cheap: ChatModel, strong: ChatModel, *, check: Check | None = None) -> None:
+        self.cheap, self.strong = cheap, strong
+        self.check = check or calls_are_valid
+        self.escalated = 0
+        self.calls = 0
+
+    @property
+    def name(self) -> str:
+        return f"cascade({self.cheap.name} → {self.strong.name})"
+
+    @property
+    def card(self) -> AtomCard:
+        return replace(self.strong.card, name=self.name, description="cheap/strong cascade")
+
+    async def chat(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        self.calls += 1
+        try:
+            response = await self.cheap.chat(messages, tools, settings)
+            if self.check(response, tools):
+                return _answered(response, self.cheap.name)
+        except ModelUnavailable:
+            pass
+        self.escalated += 1
+        return _answered(await self.strong.chat(messages, tools, settings), self.strong.name)
+
+
+def _answered(response: ModelResponse, name: str) -> ModelResponse:
+    """`response` (a copy: the inner model may hand out a shared object) naming `name` as
+    its author, unless an inner wrapper already named the model that wrote it."""
+    return replace(response, answered_by=response.answered_by or name)
+
+
+def _valid(task: asyncio.Future[ModelResponse]) -> bool:
+    if task.cancelled() or task.exception() is not None:
+        return False
+    return task.result().error is None
+
+
+def _redundant(name: str, description: str, cards: list[AtomCard], cost: float) -> AtomCard:
+    """The card of atoms used as one: local only if all are; it fails only if all fail."""
+    unreliability = 1.0
+    for c in cards:
+        unreliability *= 1 - c.reliability
+    return AtomCard(
+        name=name,
+        kind="model",
+        description=description,
+        privacy="local" if all(c.privacy == "local" for c in cards) else "mixed",
+        cost=cost,
+        reliability=1 - unreliability,
+    )

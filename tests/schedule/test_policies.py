@@ -1,0 +1,88 @@
+"""Call checks and tool selectors as parts: each does one thing, and the loop runs the
+ones it is given, in order."""
+
+from __future__ import annotations
+
+import json
+
+from bigloop import (
+    CallCheck,
+    CoerceTypes,
+    DropInventedOptionals,
+    Evidence,
+    Loop,
+    RejectCopiedExamples,
+    ScriptedModel,
+    Tool,
+    ToolCall,
+    ToolSpec,
+    Verdict,
+)
+from bigloop.schedule.policies import default_checks, run_checks
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "radius": {"type": "number"},
+        "unit": {"type": "string", "description": "e.g. 'cm'"},
+        "count": {"type": "integer"},
+    },
+    "required": ["radius"],
+}
+SPEC = ToolSpec(name="circle", description="Circumference.", parameters=SCHEMA)
+
+
+def checked(arguments: dict[str, object], said: str) -> tuple[object, str | None]:
+    call = ToolCall(id="1", name="circle", arguments=arguments)
+    out = run_checks(default_checks(), call, SPEC, Evidence(said))
+    return out.call.arguments, out.problem
+
+
+def test_invented_optional_values_are_dropped() -> None:
+    check = DropInventedOptionals()
+    call = ToolCall(id="1", name="circle", arguments={"radius": 4.0, "unit": "cm", "count": 3})
+    verdict = check.check(call, SPEC, Evidence("Circle of radius 4, 3 times"))
+    assert verdict == Verdict(action="adapt", arguments={"radius": 4.0, "count": 3})
+    kept = ToolCall(id="1", name="circle", arguments={"radius": 9, "unit": "Inches"})
+    assert check.check(kept, SPEC, Evidence("4 inches")).action == "accept"
+
+
+def test_default_checks_adapt_then_reject_copied_examples() -> None:
+    assert checked({"radius": 4}, "radius 4") == ({"radius": 4.0}, None)
+    weather = ToolSpec(
+        name="weather",
+        description="Weather of a city, e.g. San Francisco, CA.",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+    )
+    call = ToolCall(id="1", name="weather", arguments={"city": "San Francisco, CA"})
+    verdict = RejectCopiedExamples().check(call, weather, Evidence("weather in Oslo?"))
+    assert verdict.action == "reject" and "example from the tool's description" in verdict.message
+    said = RejectCopiedExamples().check(call, weather, Evidence("San Francisco, CA weather?"))
+    assert said.action == "accept"
+
+
+def test_a_check_switched_off_is_not_run() -> None:
+    """Without coercion the integer reaches the tool as written; with it, as a float."""
+    seen: list[object] = []
+
+    def record(radius: float) -> str:
+        seen.append(radius)
+        return "ok"
+
+    schema = {"type": "object", "properties": {"radius": {"type": "number"}}}
+    area = Tool.from_schema("area", "Area of a circle.", schema, record)
+
+    def script() -> ScriptedModel:
+        call = {"tool_calls": [{"name": "area", "arguments": {"radius": 2}}]}
+        return ScriptedModel([json.dumps(call), json.dumps({"answer": "done"})])
+
+    Loop(script(), [area]).run_sync("area of radius 2")
+    only_drop: list[CallCheck] = [DropInventedOptionals(), RejectCopiedExamples()]
+    Loop(script(), [area], checks=only_drop).run_sync("area of radius 2")
+    assert [type(v) for v in seen] == [float, int]
+    assert [c.name for c in default_checks()] == [
+        "coerce_types",
+        "drop_invented_optionals",
+        "reject_copied_examples",
+    ]
+    assert CoerceTypes().name == "coerce_types"

@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from bigloop import (
+    AtomCard,
+    FunctionModel,
+    Loop,
+    Message,
+    ModelUnavailable,
+    ScriptedModel,
+    ToolSpec,
+    TraceStore,
+    tool,
+)
+from bigloop.schedule.redundancy import CascadeModel, FallbackModel, HedgedModel, RoutedModel
+from bigloop.schedule.route import Constraints
+
+LOCAL = AtomCard(name="local", kind="model", privacy="local", cost=0.0, latency_s=3.0,
+                 reliability=0.7)  # fmt: skip
+CLOUD = AtomCard(name="cloud", kind="model", privacy="api.example.com", cost=0.01,
+                 latency_s=0.8, reliability=0.95)  # fmt: skip
+
+
+def answer(text: str) -> str:
+    return json.dumps({"answer": text})
+
+
+def user(text: str) -> list[Message]:
+    return [Message(role="user", content=text)]
+
+
+def test_fallback_moves_on_when_a_model_fails() -> None:
+    broken = ScriptedModel([], name="broken")
+    chain = FallbackModel([broken, ScriptedModel([answer("hi")], name="ok")])
+    result = Loop(chain, []).run_sync("Say hi.")
+    assert result.answer == "hi"
+    assert result.steps[0].input["answered_by"] == "ok"
+
+
+def test_a_shared_fallback_model_names_the_answerer_of_each_concurrent_call() -> None:
+    inside_primary = asyncio.Event()
+    backup_answered = asyncio.Event()
+    finished: list[str] = []
+
+    async def primary(messages: list[Message], tools: list[ToolSpec]) -> str:
+        if messages[-1].content != "wait":
+            raise ModelUnavailable("primary: busy")
+        inside_primary.set()
+        await backup_answered.wait()
+        finished.append("primary")
+        return answer("from primary")
+
+    async def backup(messages: list[Message], tools: list[ToolSpec]) -> str:
+        await inside_primary.wait()
+        finished.append("backup")
+        backup_answered.set()
+        return answer("from backup")
+
+    chain = FallbackModel(
+        [FunctionModel(primary, name="primary"), FunctionModel(backup, name="backup")]
+    )
+
+    async def both() -> list[tuple[str, str | None]]:
+        replies = await asyncio.gather(chain.chat(user("wait"), []), chain.chat(user("go"), []))
+        return [(r.text, r.answered_by) for r in replies]
+
+    assert asyncio.run(both()) == [("from primary", "primary"), ("from backup", "backup")]
+    assert finished == ["backup", "primary"]  # the primary's call ended last
+
+
+def test_hedged_call_takes_the_faster_valid_reply() -> None:
+    async def stuck(messages: list[Message], tools: list[ToolSpec]) -> str:
+        await asyncio.Event().wait()  # never answers: only the backup can
+        return answer("stuck")
+
+    def hedged() -> HedgedModel:
+        return HedgedModel(
+            FunctionModel(stuck, name="primary"),
+            ScriptedModel([answer("fast")], name="backup"),
+            hedge_after_s=0.05,
+        )
+
+    response = asyncio.run(hedged().chat(user("Quick?"), []))
+    assert response.text == "fast" and response.answered_by == "backup"
+    result = Loop(hedged(), []).run_sync("Quick?")
+    assert result.answer == "fast" and result.steps[0].input["answered_by"] == "backup"
+
+
+def test_cascade_escalates_only_invalid_replies() -> None:
+    @tool
+    def area(width: float, height: float) -> float:
+        """Area of a rectangle."""
+        return width * height
+
+    cheap = ScriptedModel(
+        [
+            json.dumps({"tool_calls": [{"name": "area", "arguments": {"width": 2}}]}),
+            answer("6"),
+        ],
+        name="cheap",
+    )
+    strong = ScriptedModel(
+        [json.dumps({"tool_calls": [{"name": "area", "arguments": {"width": 2, "height": 3}}]})],
+        name="strong",
+    )
+    cascade = CascadeModel(cheap, strong)
+    result = Loop(cascade, [area]).run_sync("Area of 2 by 3?")
+    assert result.answer == "6"
+    assert (cascade.calls, cascade.escalated) == (2, 1)
+    assert [s.input.get("answered_by") for s in result.steps if s.kind == "model"] == [
+        "strong",
+        "cheap",
+    ]
+
+
+def test_nested_wrappers_name_the_model_that_wrote_the_reply() -> None:
+    cascade = CascadeModel(
+        ScriptedModel([], name="cheap"), ScriptedModel([answer("x")], name="strong")
+    )
+    chain = FallbackModel([cascade])
+    response = asyncio.run(chain.chat(user("x?"), []))
+    assert response.answered_by == "strong"
+
+
+def test_routed_model_writes_its_decision_into_the_trace(tmp_path: Path) -> None:
+    local = ScriptedModel([answer("done locally")], name="local")
+    cloud = ScriptedModel([answer("done remotely")], name="cloud")
+    routed = RoutedModel(
+        [local, cloud], constraints=Constraints(private=True), cards=[LOCAL, CLOUD]
+    )
+    store = TraceStore(tmp_path / "t.db")
+    result = Loop(routed, [], store=store).run_sync("Summarise my medical record.")
+    assert result.answer == "done locally"
+    step = store.steps(result.run_id)[0]
+    assert step.input["answered_by"] == "local"
+    assert step.input["route"]["order"] == ["local"]
+    assert step.input["route"]["rejected"]["cloud"].startswith("private data")
+    assert step.input["route"]["pareto"] == ["local"]  # the front among feasible atoms
+
+
+def test_routed_model_reply_carries_its_decision() -> None:
+    local = ScriptedModel([answer("done locally")], name="local")
+    cloud = ScriptedModel([answer("done remotely")], name="cloud")
+    routed = RoutedModel([local, cloud], cards=[LOCAL, CLOUD])
+    response = asyncio.run(routed.chat(user("Summarise."), []))
+    assert response.route is not None
+    assert response.answered_by == response.route["order"][0]
+    assert response.route["rejected"] == {}
+
+
+def test_fallback_chain_reports_every_failure() -> None:
+    chain = FallbackModel([ScriptedModel([], name="a"), ScriptedModel([], name="b")])
+    with pytest.raises(ModelUnavailable, match=r"a: .*; b: "):
+        asyncio.run(chain.chat([Message(role="user", content="x")], []))
