@@ -1,4 +1,4 @@
-"""The guide's Python examples run."""
+"""The Python examples of the guide and of the architecture notes run."""
 
 from __future__ import annotations
 
@@ -7,10 +7,16 @@ from pathlib import Path
 
 import pytest
 
-GUIDE = Path(__file__).parent.parent / "docs" / "guide.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.DOTALL)
+DOCS = Path(__file__).parent.parent / "docs"
+BLOCKS = [
+    (doc, code)
+    for doc in (DOCS / "guide.md", DOCS / "architecture.md")
+    for code in re.findall(r"```python\n(.*?)```", doc.read_text(), re.DOTALL)
+]
 
 
-@pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_guide_example_runs(code: str) -> None:
-    exec(compile(code, str(GUIDE), "exec"), {})
+@pytest.mark.parametrize(
+    ("doc", "code"), BLOCKS, ids=[f"{d.stem}-block{i}" for i, (d, _) in enumerate(BLOCKS)]
+)
+def test_doc_example_runs(doc: Path, code: str) -> None:
+    exec(compile(code, str(doc), "exec"), {})

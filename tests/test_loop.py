@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,7 @@ def test_repairs_are_bounded() -> None:
     assert len(result.tool_steps) == 3
 
 
-def test_step_token_and_time_budgets() -> None:
+def test_step_token_and_time_budgets(monkeypatch: pytest.MonkeyPatch) -> None:
     endless = FunctionModel(lambda m, t: call("lookup", city="Oslo" if len(m) % 4 else "Rome"))
     by_steps = Loop(endless, [lookup], budget=Budget(max_steps=3, max_repairs=99)).run_sync("x")
     assert by_steps.status == "budget_exceeded" and by_steps.error == "No answer within 3 steps."
@@ -117,16 +118,20 @@ def test_step_token_and_time_budgets() -> None:
     by_tokens = Loop(endless, [lookup], budget=Budget(max_tokens=1, max_repairs=99)).run_sync("x")
     assert by_tokens.error == "Token budget of 1 used up."
 
-    async def slow(messages: list[Message], tools: list[ToolSpec]) -> str:
-        await asyncio.sleep(0.02)
-        return call("lookup", city="Oslo")
+    clock = [1000.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+
+    def slow(messages: list[Message], tools: list[ToolSpec]) -> str:
+        clock[0] += 1.0  # each turn takes a second of the (fake) clock
+        return call("lookup", city="Oslo" if len(messages) % 4 else "Rome")
 
     by_time = Loop(
         FunctionModel(slow),
         [lookup],
-        budget=Budget(max_seconds=0.05, max_steps=100, max_repairs=99),
+        budget=Budget(max_seconds=2.5, max_steps=100, max_repairs=99),
     ).run_sync("x")
-    assert by_time.error == "Time budget of 0.05 s used up."
+    assert by_time.error == "Time budget of 2.5 s used up."
+    assert sum(s.kind == "model" for s in by_time.steps) == 3
 
 
 def test_tool_errors_and_timeouts_become_observations() -> None:

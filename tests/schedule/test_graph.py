@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from bigloop import (
+    AtomCard,
+    Budget,
     FunctionModel,
     Loop,
     Message,
     ModelSettings,
+    RunResult,
     ScriptedModel,
     ToolSpec,
     TraceStore,
@@ -143,17 +146,18 @@ def test_streamed_plan_stops_when_the_model_repeats_itself() -> None:
 def test_graph_run_resumes_without_redoing_completed_steps(tmp_path: Path) -> None:
     store = TraceStore(tmp_path / "t.db")
 
+    joining = asyncio.Event()
+
     async def slow_joiner(messages: list[Message], tools: list[ToolSpec]) -> str:
         if messages[-1].content.startswith("Results of the steps"):
-            await asyncio.sleep(30)  # killed while the joiner thinks
+            joining.set()
+            await asyncio.Event().wait()  # killed while the joiner thinks
         return plan(("slow_price", {"city": "Oslo"}), ("slow_price", {"city": "Lima"}))
 
     async def interrupted() -> str:
         loop = Loop(FunctionModel(slow_joiner), [slow_price], planner="graph", store=store)
         task = asyncio.ensure_future(loop.run("Coffee in Oslo and Lima?"))
-        while len(CALLS) < 2:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.35)  # both calls done, joiner not yet answered
+        await joining.wait()  # both calls done and recorded; the joiner has not answered
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         return store.runs()[0].run_id
@@ -206,3 +210,31 @@ def test_side_effects_keep_the_planned_order() -> None:
     )
     Loop(model, [cd, ls], planner="graph").run_sync("Go to docs and list it.")
     assert log == ["ls x", "cd docs", "ls y"]
+
+
+def test_a_streamed_plan_is_held_to_the_cost_and_step_time_budgets() -> None:
+    """The plan turn counts like any model turn, streamed or not (it once skipped the
+    cost budget and the step time limit when streamed)."""
+    card = AtomCard(name="paid", kind="model", cost=1.0)
+
+    def run(stream: bool, budget: Budget | None = None) -> RunResult:
+        model = ScriptedModel([plan(("add", {"a": 1, "b": 2})), answer("3")], card=card)
+        planner = GraphPlanner(stream=stream)
+        return Loop(model, [add], planner=planner, budget=budget).run_sync("1+2?")
+
+    assert [run(stream).cost for stream in (True, False)] == [2.0, 2.0]
+    for stream in (True, False):
+        capped = run(stream, Budget(max_cost=1.0))
+        assert (
+            capped.status == "budget_exceeded" and capped.error == "Cost budget of 1 used up (1)."
+        )
+
+    async def never(messages: list[Message], tools: list[ToolSpec]) -> str:
+        await asyncio.Event().wait()
+        return answer("never")
+
+    hung = Loop(
+        FunctionModel(never), [add], planner="graph", budget=Budget(max_step_seconds=0.05)
+    ).run_sync("1+2?")
+    assert hung.status == "budget_exceeded"
+    assert hung.error == "A model turn took longer than 0.05 s."

@@ -125,7 +125,7 @@ class RunContext:
     repairs: int = 0
     answer: str | None = None
     question: str | None = None
-    started: float = field(default_factory=time.perf_counter)
+    started: float = field(default_factory=lambda: time.perf_counter())
     answers: list[str] = field(default_factory=list)
     """The user's answers not yet used (given to `resume`)."""
     intents: set[str] = field(default_factory=set)

@@ -25,12 +25,20 @@ ReplyFn = Callable[..., Reply | Awaitable[Reply]]
 class FunctionModel:
     """A chat model whose every turn is computed by `fn(messages, tools)` — or by
     `fn(messages, tools, settings)` when it takes a third parameter (to see the sampling
-    temperature or the structured-output schema a planner asked for)."""
+    temperature or the structured-output schema a planner asked for).
 
-    def __init__(self, fn: ReplyFn, *, name: str = "function") -> None:
+    Args:
+        card: the model's card (cost, latency, privacy) for routing and budgets; default:
+            a free local model.
+    """
+
+    def __init__(
+        self, fn: ReplyFn, *, name: str = "function", card: AtomCard | None = None
+    ) -> None:
         self._fn = fn
         self._wants_settings = len(inspect.signature(fn).parameters) >= 3
         self._name = name
+        self._card = card
         self._ids = itertools.count(1)
 
     @property
@@ -39,6 +47,8 @@ class FunctionModel:
 
     @property
     def card(self) -> AtomCard:
+        if self._card is not None:
+            return self._card
         return AtomCard(name=self._name, kind="model", description="scripted model (tests)")
 
     async def chat(
@@ -81,7 +91,9 @@ class FunctionModel:
 class ScriptedModel(FunctionModel):
     """Replays `replies` in order, one per turn; running out is a `ModelUnavailable`."""
 
-    def __init__(self, replies: Sequence[Reply], *, name: str = "scripted") -> None:
+    def __init__(
+        self, replies: Sequence[Reply], *, name: str = "scripted", card: AtomCard | None = None
+    ) -> None:
         script = iter(list(replies))
 
         def next_reply(messages: list[Message], tools: list[ToolSpec]) -> Reply:
@@ -90,4 +102,4 @@ class ScriptedModel(FunctionModel):
             except StopIteration:
                 raise ModelUnavailable(f"{name}: the script has no more replies.") from None
 
-        super().__init__(next_reply, name=name)
+        super().__init__(next_reply, name=name, card=card)
