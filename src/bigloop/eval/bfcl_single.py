@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from typing import Any
@@ -23,12 +24,13 @@ from bigloop._errors import ModelUnavailable, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ToolCall, ToolSpec, Usage
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.parse import parse_reply
+from bigloop.atoms.schema import schema_problems
 from bigloop.atoms.tool import Tool
 from bigloop.eval.bfcl_data import Case, function_cards
 from bigloop.eval.bfcl_results import RETRIEVE_K, SETTINGS, CaseResult, Mode
 from bigloop.eval.bfcl_score import score
 from bigloop.loop import Loop
-from bigloop.schedule.call import call_key, schema_problems
+from bigloop.schedule.call import call_key
 from bigloop.schedule.context import Budget
 from bigloop.schedule.react import ReactPlanner
 from bigloop.trace.records import RunResult
@@ -150,9 +152,7 @@ def _acknowledging_tool(spec: ToolSpec) -> Tool:
     return Tool.from_schema(spec.name, spec.description, spec.parameters, acknowledge, inline=True)
 
 
-_REGISTRY: list[Any] = []
-
-
+@functools.cache
 def bfcl_registry() -> Any:
     """A registry of every distinct BFCL function (single-turn files), hybrid-indexed;
     saved in the user cache after the first build (embedding takes ~20 s)."""
@@ -160,8 +160,6 @@ def bfcl_registry() -> Any:
 
     from bigloop.registry import Registry
 
-    if _REGISTRY:
-        return _REGISTRY[0]
     folder = user_cache_path("bigloop") / "bfcl-registry-2026.3.23-v2"
     if (folder / "hnsw.usearch").is_file():
         registry = Registry.load(folder)
@@ -170,7 +168,6 @@ def bfcl_registry() -> Any:
         registry.add_cards(function_cards())
         registry.build()
         registry.save(folder)
-    _REGISTRY.append(registry)
     return registry
 
 

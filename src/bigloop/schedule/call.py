@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from bigloop._errors import ModelRetry, ToolFailure, UnknownTool
 from bigloop.atoms.models.base import ToolCall
@@ -62,17 +62,3 @@ async def call_tool(call: ToolCall, tools: Mapping[str, Tool]) -> CallResult:
         seconds=time.perf_counter() - start,
         started_at=started_at,
     )
-
-
-def schema_problems(arguments: Any, schema: dict[str, Any]) -> list[str]:
-    """What is wrong with `arguments` for a tool known only by its JSON schema (none: [])."""
-    import jsonschema
-
-    if not isinstance(arguments, dict):
-        return [f"arguments must be a JSON object, got {type(arguments).__name__}"]
-    strict = {**schema, "additionalProperties": schema.get("additionalProperties", False)}
-    validator = jsonschema.Draft202012Validator(strict)
-    return [
-        f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}"
-        for e in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    ]

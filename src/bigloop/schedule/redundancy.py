@@ -31,7 +31,7 @@ from bigloop.atoms.models.base import (
     ModelSettings,
     ToolSpec,
 )
-from bigloop.schedule.call import schema_problems
+from bigloop.atoms.schema import schema_problems
 from bigloop.schedule.route import Constraints, Weights, route
 
 Check = Callable[[ModelResponse, list[ToolSpec]], bool]
