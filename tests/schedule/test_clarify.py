@@ -106,3 +106,16 @@ def test_abbreviations_of_the_request_count_as_grounded() -> None:
     assert grounded("km", request) and grounded("mi", request) and grounded(26.2, request)
     assert not grounded("kg", request)  # no word of the request starts with k…g
     assert not grounded("bob", "say hi to my colleague")
+
+
+def test_normalised_request_values_count_as_grounded() -> None:
+    from bigloop import Evidence
+
+    said = Evidence("What is 17.5% of 2,480?")
+    assert said.mentions("0.175 * 2480") and said.mentions("17.5/100*2,480")
+    assert not said.mentions("0.3 * 9999")
+    feb = Evidence("I run 5 km every day in February 2024.")
+    assert feb.mentions("2024-02-01") and feb.mentions("2024-02-29")
+    assert not feb.mentions("2023-01-01")
+    assert Evidence("Ship it on July 4, 2024").mentions("2024-07-04")
+    assert Evidence("from 3rd March 2025").mentions("2025-03-03")

@@ -7,9 +7,21 @@ what the user and the tools have said.
 
 from __future__ import annotations
 
+import calendar
 import re
 
 _TOKEN = re.compile(r"[^\W_]+")
+_THOUSANDS = re.compile(r"\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b")
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b)")
+_MONTHS = {
+    name.lower(): i
+    for i in range(1, 13)
+    for name in (calendar.month_name[i], calendar.month_abbr[i])
+}
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b")
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b")
+_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(?:of\s+)?(\d{{4}})\b")
 
 
 def grounded(value: str | int | float, context: str) -> bool:
@@ -27,6 +39,32 @@ def grounded(value: str | int | float, context: str) -> bool:
         t in context or (len(t) <= 3 and t.isalpha() and any(_abbreviates(t, w) for w in words))
         for t in tokens
     )
+
+
+def with_normal_forms(text: str) -> str:
+    """`text` (lower case) followed by the normal forms of the values it writes the way
+    people do, so that a value a model normalised counts as grounded: "2,480" → 2480,
+    "17.5%" → 0.175 (or 17.5/100), "July 4, 2024" → 2024-07-04, "February 2024" → 2024-02-01 and
+    2024-02-29 (its first and last days)."""
+    forms = [m.group().replace(",", "") for m in _THOUSANDS.finditer(text)]
+    for m in _PERCENT.finditer(text):
+        forms += [_decimal(float(m.group(1)) / 100), "100"]  # 17.5% is 0.175, or 17.5/100
+    for day, month, year in _DAY_MONTH_YEAR.findall(text):
+        forms.append(_date(year, month, day))
+    for month, day, year in _MONTH_DAY_YEAR.findall(text):
+        forms.append(_date(year, month, day))
+    for month, year in _MONTH_YEAR.findall(text):
+        last = calendar.monthrange(int(year), _MONTHS[month])[1]
+        forms += [_date(year, month, "1"), _date(year, month, str(last))]
+    return "\n".join([text, *forms]) if forms else text
+
+
+def _decimal(value: float) -> str:
+    return f"{value:.10f}".rstrip("0").rstrip(".")
+
+
+def _date(year: str, month: str, day: str) -> str:
+    return f"{int(year):04d}-{_MONTHS[month]:02d}-{int(day):02d}"
 
 
 def _abbreviates(short: str, word: str) -> bool:

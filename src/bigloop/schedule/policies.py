@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.schedule.adapt import coerce
-from bigloop.schedule.grounding import grounded
+from bigloop.schedule.grounding import grounded, with_normal_forms
 from bigloop.schedule.select import rank_tools, terms, tool_text
 
 Action = Literal["accept", "adapt", "reject", "ask"]
@@ -62,8 +62,12 @@ class Evidence:
 
     @cached_property
     def text(self) -> str:
+        """The conversation in lower case, plus the normal forms of the numbers and dates
+        it writes ("2,480" also as 2480; `with_normal_forms`)."""
         source = self._source
-        return (source if isinstance(source, str) else "\n".join(source())).lower()
+        return with_normal_forms(
+            (source if isinstance(source, str) else "\n".join(source())).lower()
+        )
 
     def mentions(self, value: str | int | float) -> bool:
         """Whether `value`'s words and numbers all occur in the conversation (`grounded`)."""
