@@ -8,6 +8,7 @@ import bigloop
 def test_exported_members() -> None:
     assert set(bigloop.__all__) == {
         "AtomCard",
+        "FaithfulExpressions",
         "Verdict",
         "ToolSelector",
         "RelevanceGate",

@@ -39,6 +39,7 @@ SWITCHABLE = (
     "coerce_types",
     "drop_invented_optionals",
     "reject_copied_examples",
+    "faithful_expressions",
     "clarify",
     "relevance_gate",
     "rank_tools",

@@ -10,6 +10,7 @@ from bigloop import (
     CoerceTypes,
     DropInventedOptionals,
     Evidence,
+    FaithfulExpressions,
     Loop,
     RejectCopiedExamples,
     ScriptedModel,
@@ -84,5 +85,28 @@ def test_a_check_switched_off_is_not_run() -> None:
         "coerce_types",
         "drop_invented_optionals",
         "reject_copied_examples",
+        "faithful_expressions",
     ]
     assert CoerceTypes().name == "coerce_types"
+
+
+def test_an_expression_that_drops_the_requests_parentheses_is_sent_back() -> None:
+    check = FaithfulExpressions()
+    calc = ToolSpec(
+        name="calculator",
+        parameters={"type": "object", "properties": {"expression": {"type": "string"}}},
+    )
+    said = Evidence("What is (45 + 12) / 3? Use the calculator.")
+
+    def verdict(expression: str) -> Verdict:
+        call = ToolCall(id="1", name="calculator", arguments={"expression": expression})
+        return check.check(call, calc, said)
+
+    wrong = verdict("45 + 12 / 3")
+    assert wrong.action == "reject"
+    assert "'(45 + 12) / 3' computes 19" in wrong.message
+    assert verdict("(45+12)/3").action == "accept"
+    assert verdict("57 / 3").action == "accept"  # other numbers: not a rewrite of it
+    date = Evidence("How many days from 2024-01-15 to 2024-03-01?")
+    call = ToolCall(id="1", name="calculator", arguments={"expression": "31 + 29 + 1 - 15"})
+    assert check.check(call, calc, date).action == "accept"

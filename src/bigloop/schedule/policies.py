@@ -17,11 +17,13 @@ can tune it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
+from bigloop.atoms.builtin.calculator import evaluate
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.schedule.adapt import coerce
 from bigloop.schedule.grounding import grounded, with_normal_forms
@@ -161,6 +163,39 @@ class RejectCopiedExamples:
 
 
 @dataclass(kw_only=True)
+class FaithfulExpressions:
+    """Rejects an arithmetic argument that rewrites an expression of the request.
+
+    Small models drop parentheses: asked "(45 + 12) / 3", they write `45 + 12 / 3`. When a
+    string argument is an arithmetic expression with exactly the numbers of an expression
+    the user wrote, it must compute the same value; otherwise the model is shown both.
+    """
+
+    name: str = "faithful_expressions"
+
+    def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
+        if not isinstance(call.arguments, dict):
+            return ACCEPT
+        for name, value in call.arguments.items():
+            if not isinstance(value, str) or not _OPERATOR.search(value):
+                continue
+            written = _value(value)
+            if written is None:
+                continue
+            for expression in _expressions(evidence.text):
+                meant = _value(expression)
+                same_numbers = sorted(_numbers(expression)) == sorted(_numbers(value))
+                if meant is not None and same_numbers and abs(meant - written) > 1e-9:
+                    return Verdict(
+                        action="reject",
+                        message=f"{name}={value!r} computes {written:g}, but the request's "
+                        f"{expression.strip()!r} computes {meant:g}; write the request's "
+                        "expression as it is, parentheses included",
+                    )
+        return ACCEPT
+
+
+@dataclass(kw_only=True)
 class RelevanceGate:
     """Offers no tool when the request is clearly about something else.
 
@@ -197,9 +232,14 @@ class RankTools:
 
 
 def default_checks(clarify: CallCheck | None = None) -> list[CallCheck]:
-    """Type coercion, invented optionals dropped, copied doc examples rejected, then
-    `clarify` when given."""
-    checks: list[CallCheck] = [CoerceTypes(), DropInventedOptionals(), RejectCopiedExamples()]
+    """Type coercion, invented optionals dropped, copied doc examples and rewritten
+    expressions rejected, then `clarify` when given."""
+    checks: list[CallCheck] = [
+        CoerceTypes(),
+        DropInventedOptionals(),
+        RejectCopiedExamples(),
+        FaithfulExpressions(),
+    ]
     return [*checks, clarify] if clarify is not None else checks
 
 
@@ -237,6 +277,28 @@ def run_checks(
             out.question = verdict.message
             return out
     return out
+
+
+_OPERATOR = re.compile(r"[-+*/×÷^]")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_EXPRESSION = re.compile(r"[\d(][\d\s.+\-*/×÷^()]*[\d)]")
+
+
+def _expressions(text: str) -> list[str]:
+    """Arithmetic the text writes: "(45 + 12) / 3" in "what is (45 + 12) / 3?"."""
+    found = (m.group() for m in _EXPRESSION.finditer(text))
+    return [e for e in found if _OPERATOR.search(e) and _NUMBER.search(e)]
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(n) for n in _NUMBER.findall(text)]
+
+
+def _value(expression: str) -> float | None:
+    try:
+        return float(evaluate(expression))
+    except (ValueError, ArithmeticError, TypeError, RecursionError):
+        return None
 
 
 def guessable(value: Any) -> bool:
