@@ -482,3 +482,29 @@ def eval_bfcl(
         print(json.dumps(scores, indent=2))
     else:
         print(markdown)
+
+
+serve_app = typer.Typer(help="Serve bigloop models to other programs.", no_args_is_help=True)
+app.add_typer(serve_app, name="serve")
+
+
+@serve_app.command("openai")
+def serve_openai_command(
+    model: ModelOpt = "embedded",
+    base_url: BaseUrlOpt = None,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on. The default answers this machine only; "
+            "0.0.0.0 exposes the model, without authentication, to the whole network.",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8000,
+) -> None:
+    """An OpenAI-compatible /v1/chat/completions for a model: its calls come back as
+    structured tool_calls, decoded under the tools' grammar (streaming included), so
+    LangGraph, pydantic-ai, smolagents or the openai SDK can use it as a tool caller."""
+    from bigloop.protocols.openai_server import serve_openai
+
+    serve_openai(model, host=host, port=port, base_url=base_url)

@@ -1,0 +1,212 @@
+"""`bigloop serve openai`: any `ChatModel` behind an OpenAI-compatible chat endpoint.
+
+Served by a plain server, a small local model writes its calls as JSON text, and other
+frameworks (LangGraph, pydantic-ai, smolagents) take that text for the answer. Here every
+request goes through `ChatModel.chat` — for the embedded model, decoding under a grammar
+built from the offered tools — and the calls go back as structured `tool_calls`, plain
+text when no call fits, or SSE chunks when `stream` is set.
+
+`tool_choice="required"` (or a named function) narrows the decoding: the model is shown
+bigloop's tool prompt and asked for structured output whose schema allows calls only
+(`{"tool_calls": [...]}`, no `{"answer": ...}` branch), so the embedded model's grammar
+cannot produce an answer. A model that ignores the schema and still answers is returned
+as it answered.
+
+Errors come back in OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`:
+400 for a request this server cannot serve, 503 when the model is unavailable.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any, cast
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from bigloop._errors import BigloopError, RunFailure
+from bigloop.atoms.models.base import ChatModel, Message, ModelResponse, Role, ToolSpec
+from bigloop.atoms.models.local import call_schema
+from bigloop.atoms.models.parse import to_response
+from bigloop.atoms.models.prompts import to_plain_chat
+from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
+
+
+def create_app(model: ChatModel) -> FastAPI:
+    """A FastAPI app serving `model` at `GET /v1/models` and `POST /v1/chat/completions`.
+
+    Calls to the model are not serialized here: the embedded model serializes its own
+    (one llama.cpp context per process), and a remote model may take several at once.
+    """
+    app = FastAPI(title="bigloop", summary=f"{model.name}, OpenAI-compatible", version="1")
+    started = int(time.time())
+
+    @app.get("/v1/models")
+    async def list_models() -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [
+                {"id": model.name, "object": "model", "created": started, "owned_by": "bigloop"}
+            ],
+        }
+
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
+        try:
+            turn = read_request(await _json_body(request))
+            response = await reply(model, turn)
+        except InvalidRequest as e:
+            return _error(400, str(e), "invalid_request_error", e.param)
+        except RunFailure as e:
+            return _error(503, str(e), "server_error", code="model_unavailable")
+        except BigloopError as e:  # the server's own setup, e.g. missing weights
+            return _error(500, str(e), "server_error")
+        completion = _completion(response, turn, model.name)
+        if turn.stream:
+            return StreamingResponse(
+                _chunks(completion, include_usage=turn.include_usage),
+                media_type="text/event-stream",
+            )
+        return JSONResponse(completion)
+
+    return app
+
+
+async def reply(model: ChatModel, turn: ChatTurn) -> ModelResponse:
+    """The model's reply to `turn`; a required call is asked for under a calls-only schema."""
+    if not turn.require_call:
+        return await model.chat(turn.messages, turn.tools, turn.settings)
+    plain = [
+        Message(role=cast(Role, m["role"]), content=m["content"])
+        for m in to_plain_chat(turn.messages, turn.tools)
+    ]
+    settings = replace(turn.settings, response_schema=calls_only_schema(turn.tools))
+    response = await model.chat(plain, turn.tools, settings)
+    if response.tool_calls:
+        return response
+    parsed = to_response(response.text, itertools.count(1))
+    parsed.usage = response.usage
+    return parsed if parsed.tool_calls else response
+
+
+def calls_only_schema(tools: list[ToolSpec]) -> dict[str, Any]:
+    """The local model's reply schema (`call_schema`) without its `{"answer": ...}` branch."""
+    schema = call_schema(tools)
+    return next(s for s in schema["anyOf"] if "tool_calls" in s["properties"])
+
+
+async def _json_body(request: Request) -> Any:
+    try:
+        return json.loads(await request.body())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InvalidRequest(f"The body is not JSON: {e}.") from None
+
+
+def _completion(response: ModelResponse, turn: ChatTurn, model_name: str) -> dict[str, Any]:
+    """A `chat.completion` object for `response`."""
+    calls = response.tool_calls[:1] if turn.single_call else response.tool_calls
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": _json_text(c.arguments)},
+            }
+            for c in calls
+        ]
+        finish = "tool_calls"
+    else:
+        message["content"] = _cut(response.raw if response.error else response.text, turn.stop)
+        ran_out = response.usage.completion_tokens >= turn.settings.max_tokens
+        finish = "length" if ran_out else "stop"
+    usage = response.usage
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model_name,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        },
+    }
+
+
+async def _chunks(completion: dict[str, Any], *, include_usage: bool) -> AsyncIterator[str]:
+    """The completion as server-sent `chat.completion.chunk` events: the role, the content
+    or one delta per tool call (its arguments whole), the finish reason, the usage when
+    asked for, then `[DONE]`."""
+    head = {k: completion[k] for k in ("id", "created", "model")}
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def event(choices: list[dict[str, Any]], **extra: Any) -> str:
+        chunk = {**head, "object": "chat.completion.chunk", "choices": choices, **extra}
+        if include_usage:
+            chunk.setdefault("usage", None)
+        return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+
+    def delta(delta: dict[str, Any], finish: str | None = None) -> str:
+        return event([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+
+    yield delta({"role": "assistant", "content": ""})
+    for i, call in enumerate(message.get("tool_calls", [])):
+        yield delta({"tool_calls": [{"index": i, **call}]})
+    if message["content"]:
+        yield delta({"content": message["content"]})
+    yield delta({}, choice["finish_reason"])
+    if include_usage:
+        yield event([], usage=completion["usage"])
+    yield "data: [DONE]\n\n"
+
+
+def _json_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def _cut(text: str, stop: list[str]) -> str:
+    """`text` up to the first stop sequence."""
+    ends = [i for s in stop if s and (i := text.find(s)) >= 0]
+    return text[: min(ends)] if ends else text
+
+
+def _error(
+    status: int, message: str, kind: str, param: str | None = None, code: str | None = None
+) -> JSONResponse:
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    return JSONResponse(body, status_code=status)
+
+
+def serve_openai(
+    model_name: str = "embedded",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    base_url: str | None = None,
+) -> None:
+    """Serve a model at `http://HOST:PORT/v1` until interrupted (`bigloop serve openai`).
+
+    Args:
+        model_name: "embedded", a .gguf file, or a server's model name with `base_url`.
+        host: the address to bind; the default answers this machine only. "0.0.0.0"
+            exposes the model, unauthenticated, to the whole network.
+        port: the TCP port.
+        base_url: an OpenAI-compatible server to relay to, instead of a local model.
+    """
+    import uvicorn
+
+    from bigloop.atoms.models.local import LocalModel
+    from bigloop.atoms.models.spec import ModelSpec
+
+    model = ModelSpec(name=model_name, base_url=base_url).build()
+    if isinstance(model, LocalModel):
+        model.llama()  # load the weights now, not during the first request
+    uvicorn.run(create_app(model), host=host, port=port, log_level="info")
