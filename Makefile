@@ -5,10 +5,15 @@ TASK ?= What is (45 + 12) / 3?
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup run test lint typecheck pytest bench
+.PHONY: setup peers run test lint typecheck pytest bench
 
 setup:
 	@bash scripts/setup.sh
+
+# LangGraph, pydantic-ai and smolagents in their own venv (.venv-bench): benchmark and
+# client-test peers only, never bigloop dependencies.
+peers:
+	@bash scripts/bench-peers.sh > /dev/null
 
 run: setup
 	@$(BIN)/bigloop run "$(TASK)"
@@ -21,7 +26,7 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-pytest: setup
+pytest: setup peers
 	$(BIN)/python -m pytest
 
 test: lint typecheck pytest
