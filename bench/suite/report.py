@@ -1,0 +1,90 @@
+"""The suite's summary: accuracy per category, time, turns, tokens, false and missed asks."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .run import Result
+from .task import CATEGORIES
+
+
+@dataclass(kw_only=True)
+class Summary:
+    """Numbers over a set of results.
+
+    Attributes:
+        by_category: category → (passed, tasks), in suite order.
+        false_asks: (asked, tasks) over the tasks that have every value they need
+            (every category but missing_value).
+        missed_asks: (answered without asking, tasks) over the missing_value tasks.
+    """
+
+    tasks: int
+    passed: int
+    by_category: dict[str, tuple[int, int]]
+    p50_seconds: float
+    p95_seconds: float
+    mean_model_turns: float
+    mean_tokens: float
+    false_asks: tuple[int, int]
+    missed_asks: tuple[int, int]
+
+    @property
+    def accuracy(self) -> float:
+        return self.passed / self.tasks if self.tasks else 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def summarize(results: list[Result]) -> Summary:
+    n = len(results)
+    by_category: dict[str, tuple[int, int]] = {}
+    for category in CATEGORIES:
+        rows = [r for r in results if r.category == category]
+        if rows:
+            by_category[category] = (sum(r.passed for r in rows), len(rows))
+    complete = [r for r in results if r.category != "missing_value"]
+    lacking = [r for r in results if r.category == "missing_value"]
+    seconds = [r.seconds for r in results]
+    return Summary(
+        tasks=n,
+        passed=sum(r.passed for r in results),
+        by_category=by_category,
+        p50_seconds=percentile(seconds, 0.5),
+        p95_seconds=percentile(seconds, 0.95),
+        mean_model_turns=sum(r.model_turns for r in results) / n if n else 0.0,
+        mean_tokens=sum(r.tokens for r in results) / n if n else 0.0,
+        false_asks=(sum(r.asked for r in complete), len(complete)),
+        missed_asks=(sum(not r.asked for r in lacking), len(lacking)),
+    )
+
+
+def _share(k: int, n: int) -> str:
+    return f"{k}/{n} ({k / n:.0%})" if n else "–"
+
+
+def markdown(summary: Summary, *, title: str) -> str:
+    """Two tables: accuracy per category, then time, turns, tokens and asks."""
+    lines = [f"## {title}", "", "| category | passed | accuracy |", "|---|---|---|"]
+    for category, (k, n) in summary.by_category.items():
+        lines.append(f"| {category} | {k}/{n} | {k / n:.0%} |")
+    lines += [
+        f"| **all** | **{summary.passed}/{summary.tasks}** | **{summary.accuracy:.0%}** |",
+        "",
+        "| p50 s/task | p95 s/task | mean model turns | mean tokens | false asks | missed asks |",
+        "|---|---|---|---|---|---|",
+        f"| {summary.p50_seconds:.2f} | {summary.p95_seconds:.2f} "
+        f"| {summary.mean_model_turns:.2f} | {summary.mean_tokens:.0f} "
+        f"| {_share(*summary.false_asks)} | {_share(*summary.missed_asks)} |",
+        "",
+        "False asks: tasks that have every value they need but ended with a question. "
+        "Missed asks: missing_value tasks answered without asking.",
+    ]
+    return "\n".join(lines) + "\n"

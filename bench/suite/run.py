@@ -1,0 +1,186 @@
+"""Running tasks through the loop `bigloop run` builds, one JSON line per task.
+
+`run_suite(model, tasks, config, out_path)` works with any `ChatModel` (the embedded
+model, a server, a scripted model in tests): the model is built once by the caller and
+shared by every task; each task gets a `Loop.from_config(config)` with that model and the
+task's own tools. There is no ask callback, so a loop that asks the user ends the run
+with status "input_required" — that is how asking is observed.
+
+Each result is appended to `out_path` as it completes; a rerun skips the ids already
+there (resumable). `out_path` is bound to one model and configuration: a sidecar
+`<out>.config.json` records them and a run with another one is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import PrivateAttr
+
+from bigloop import ChatModel, Loop, LoopConfig, Tool, UserError
+
+from .catalog import assignment
+from .checks import Outcome
+from .task import Task, Workspace
+
+
+@dataclass(kw_only=True)
+class Result:
+    """One task's run, as recorded in the results file."""
+
+    id: str
+    category: str
+    split: str
+    passed: bool
+    why: str
+    status: str
+    answer: str | None = None
+    question: str | None = None
+    asked: bool = False
+    seconds: float = 0.0
+    model_turns: int = 0
+    tool_calls: int = 0
+    tools_called: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class _Bound(LoopConfig):
+    """A `LoopConfig` whose model and tools are objects given here, so that
+    `Loop.from_config` wires planners, policies and budget exactly as for `bigloop run`
+    while every task shares one loaded model and gets its own tools."""
+
+    _model: Any = PrivateAttr(default=None)
+    _tools: list[Tool] = PrivateAttr(default_factory=list)
+
+    def build_model(self) -> ChatModel:
+        model: ChatModel = self._model
+        return model
+
+    def build_tools(self) -> list[Tool]:
+        return list(self._tools)
+
+
+def build_loop(model: ChatModel, tools: list[Tool], config: LoopConfig) -> Loop:
+    """The loop `config` describes, with `model` and `tools` instead of the ones it names."""
+    bound = _Bound.model_validate(config.model_dump())
+    bound._model = model
+    bound._tools = tools
+    return Loop.from_config(bound)
+
+
+def load_results(path: Path) -> dict[str, Result]:
+    """The results already in `path`, by task id (an unfinished last line is ignored)."""
+    if not path.exists():
+        return {}
+    done = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        done[row["id"]] = Result(**row)
+    return done
+
+
+def _pin_config(path: Path, model: ChatModel, config: LoopConfig) -> None:
+    """Record the model and config `path` holds results of; refuse a different one.
+
+    Raises:
+        UserError: `path` holds results of another model or configuration.
+    """
+    settings = config.model_dump(exclude={"model", "base_url", "tools", "files", "db"})
+    pinned = {"model": model.name, **settings}
+    sidecar = path.with_suffix(".config.json")
+    if sidecar.exists():
+        before = json.loads(sidecar.read_text(encoding="utf-8"))
+        if before != pinned:
+            changed = sorted(
+                k for k in pinned.keys() | before.keys() if before.get(k) != pinned.get(k)
+            )
+            raise UserError(
+                f"{path} holds results of another configuration (differs in {changed}); "
+                "pass another --out, or delete it to start again."
+            )
+        return
+    sidecar.write_text(json.dumps(pinned, indent=2) + "\n", encoding="utf-8")
+
+
+async def run_tasks(
+    model: ChatModel,
+    tasks: list[Task],
+    config: LoopConfig,
+    out_path: Path,
+    *,
+    on_result: Callable[[Result], None] | None = None,
+) -> list[Result]:
+    """Run the tasks not yet in `out_path`, one after the other, appending each result.
+
+    Returns:
+        The results of `tasks` in their order, earlier runs' included.
+    """
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    _pin_config(out_path, model, config)
+    done = load_results(out_path)
+    side = assignment()
+    for task in tasks:
+        if task.id in done and on_result:
+            on_result(done[task.id])
+    todo = [t for t in tasks if t.id not in done]
+    with tempfile.TemporaryDirectory(prefix="bigloop-suite-") as tmp:
+        workspace = Workspace.create(Path(tmp))
+        for task in todo:
+            loop = build_loop(model, workspace.tools(task.tools), config)
+            start = time.perf_counter()
+            run = await loop.run(task.text)
+            seconds = time.perf_counter() - start
+            outcome = Outcome.of(run)
+            passed, why = task.check(outcome)
+            result = Result(
+                id=task.id,
+                category=task.category,
+                split=side.get(task.id, "extra"),
+                passed=passed,
+                why=why,
+                status=run.status,
+                answer=run.answer,
+                question=run.question,
+                asked=outcome.asked,
+                seconds=round(seconds, 3),
+                model_turns=sum(s.kind == "model" for s in run.steps),
+                tool_calls=len(outcome.tools_called),
+                tools_called=list(outcome.tools_called),
+                prompt_tokens=run.usage.prompt_tokens,
+                completion_tokens=run.usage.completion_tokens,
+                error=run.error,
+            )
+            with out_path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(asdict(result), ensure_ascii=False) + "\n")
+            done[task.id] = result
+            if on_result:
+                on_result(result)
+    return [done[t.id] for t in tasks]
+
+
+def run_suite(
+    model: ChatModel,
+    tasks: list[Task],
+    config: LoopConfig,
+    out_path: Path,
+    *,
+    on_result: Callable[[Result], None] | None = None,
+) -> list[Result]:
+    """`run_tasks` for code that is not async."""
+    return asyncio.run(run_tasks(model, tasks, config, out_path, on_result=on_result))
