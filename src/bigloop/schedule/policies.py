@@ -148,12 +148,14 @@ class RejectCopiedExamples:
         if not isinstance(call.arguments, dict):
             return ACCEPT
         docs = json.dumps(spec.parameters, ensure_ascii=False) + " " + spec.description
+        props = spec.parameters.get("properties", {})
         problems = [
             f"{name}={value!r} is the example from the tool's description, not a value "
             "from the request; use the request's values"
             for name, value in call.arguments.items()
             if isinstance(value, str)
             and len(value) >= self.min_chars
+            and value not in props.get(name, {}).get("enum", ())  # a choice, not an example
             and value in docs
             and value.lower() not in evidence.text
         ]

@@ -57,12 +57,23 @@ class CalculatorError(ValueError):
 
 def evaluate(expression: str) -> float | int:
     """Evaluate an arithmetic expression safely."""
-    text = expression.replace("^", "**").replace("×", "*").replace("÷", "/")
-    text = _THOUSANDS.sub("", text)
+    text = expression.replace("^", "**").replace("×", "*").replace("÷", "/").strip()
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        return _evaluate(text)
+    except (CalculatorError, TypeError):
+        # "2,480 * 0.175" reads as a tuple and "round(2,480 / 3, 1)" as three arguments:
+        # only then are the commas taken for thousands separators ("min(2,500)" stays 2).
+        plain = _THOUSANDS.sub("", text)
+        if plain == text:
+            raise
+        return _evaluate(plain)
+
+
+def _evaluate(text: str) -> float | int:
+    try:
+        tree = ast.parse(text, mode="eval")
     except SyntaxError:
-        raise CalculatorError(f"Not an arithmetic expression: {expression!r}") from None
+        raise CalculatorError(f"Not an arithmetic expression: {text!r}") from None
     result: float | int = _eval(tree.body)
     return result
 

@@ -28,11 +28,15 @@ def file_tools(root: str | Path) -> list[Tool]:
 
     @tool
     def list_files(pattern: str = "**/*") -> list[str]:
-        """List the files in the workspace folder whose path matches a glob pattern.
+        """List the files in the workspace folder whose path matches a glob pattern, or
+        every file under a folder.
 
         Args:
-            pattern: a glob such as "*.txt" or "**/*.csv"; the default lists everything.
+            pattern: a glob such as "*.txt" or "**/*.csv", or a folder such as "notes";
+                the default lists everything.
         """
+        if pattern.strip("/") and (base / pattern).is_dir():
+            pattern = pattern.rstrip("/") + "/**/*"
         return sorted(str(p.relative_to(base)) for p in base.glob(pattern) if p.is_file())[:500]
 
     @tool

@@ -18,6 +18,14 @@ _UNITS = {
         ("in", "inch", "inches"): 0.0254,
         ("nmi", "nautical mile", "nautical miles"): 1852.0,
     },
+    "area": {
+        ("m2", "m²", "square meter", "square meters", "sq m"): 1.0,
+        ("km2", "km²", "square kilometer", "square kilometers", "sq km"): 1e6,
+        ("ft2", "ft²", "square foot", "square feet", "sq ft"): 0.09290304,
+        ("mi2", "mi²", "square mile", "square miles", "sq mi"): 2589988.110336,
+        ("ha", "hectare", "hectares"): 1e4,
+        ("acre", "acres"): 4046.8564224,
+    },
     "mass": {
         ("kg", "kilogram", "kilograms"): 1.0,
         ("g", "gram", "grams"): 0.001,
@@ -35,6 +43,9 @@ _UNITS = {
         ("pt", "pint", "pints"): 0.473176473,
         ("cup", "cups"): 0.2365882365,
         ("m3", "cubic meter", "cubic meters"): 1000.0,
+        ("fl oz", "fluid ounce", "fluid ounces", "floz"): 0.0295735295625,
+        ("tbsp", "tablespoon", "tablespoons"): 0.01478676478125,
+        ("tsp", "teaspoon", "teaspoons"): 0.00492892159375,
     },
     "time": {
         ("s", "sec", "second", "seconds"): 1.0,
@@ -42,11 +53,15 @@ _UNITS = {
         ("h", "hr", "hour", "hours"): 3600.0,
         ("day", "days"): 86400.0,
         ("week", "weeks"): 604800.0,
+        ("year", "years", "yr"): 365.25 * 86400.0,
+        ("month", "months"): 365.25 * 86400.0 / 12,
     },
     "speed": {
-        ("m/s", "meters per second"): 1.0,
-        ("km/h", "kph", "kilometers per hour"): 1000 / 3600,
-        ("mph", "miles per hour"): 1609.344 / 3600,
+        ("m/s", "meters per second", "metres per second"): 1.0,
+        ("km/h", "kph", "kmh", "kilometers per hour", "km per hour", "kilometres per hour"): (
+            1000 / 3600
+        ),
+        ("mph", "miles per hour", "mile per hour", "mi/h", "miles/hour"): 1609.344 / 3600,
         ("knot", "knots", "kn"): 1852 / 3600,
     },
     "data": {
@@ -54,9 +69,11 @@ _UNITS = {
         ("kb", "kilobyte", "kilobytes"): 1e3,
         ("mb", "megabyte", "megabytes"): 1e6,
         ("gb", "gigabyte", "gigabytes"): 1e9,
-        ("kib", "kibibyte"): 1024.0,
-        ("mib", "mebibyte"): 1024.0**2,
+        ("kib", "kibibyte", "kibibytes"): 1024.0,
+        ("mib", "mebibyte", "mebibytes"): 1024.0**2,
         ("gib", "gibibyte"): 1024.0**3,
+        ("tb", "terabyte", "terabytes"): 1e12,
+        ("tib", "tebibyte"): 1024.0**4,
     },
 }
 for _dimension, _table in _UNITS.items():
@@ -68,17 +85,27 @@ _TEMPERATURE = {
     "celsius": "c",
     "°c": "c",
     "degrees celsius": "c",
+    "degree celsius": "c",
+    "deg c": "c",
+    "degrees c": "c",
     "f": "f",
     "fahrenheit": "f",
     "°f": "f",
     "degrees fahrenheit": "f",
+    "degree fahrenheit": "f",
+    "deg f": "f",
+    "degrees f": "f",
     "k": "k",
     "kelvin": "k",
 }
 
 
+def _unit(name: str) -> str:
+    return " ".join(name.strip().lower().rstrip(".").split())
+
+
 def convert(value: float, from_unit: str, to_unit: str) -> float:
-    src, dst = from_unit.strip().lower(), to_unit.strip().lower()
+    src, dst = _unit(from_unit), _unit(to_unit)
     if src in _TEMPERATURE and dst in _TEMPERATURE:
         return _from_kelvin(_to_kelvin(value, _TEMPERATURE[src]), _TEMPERATURE[dst])
     for unit in (src, dst):
@@ -103,12 +130,15 @@ def _from_kelvin(value: float, unit: str) -> float:
 
 @tool
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
-    """Convert a quantity from one unit to another (length, mass, volume, time, speed,
-    data size, temperature), e.g. 3 miles to km, 100 F to C, 2 lb to kg.
+    """Convert a quantity from one unit to another: length (km, miles, feet, inches,
+    nautical miles), area (square meters, acres, hectares), mass (kg, pounds, ounces,
+    stone, tonnes), volume (liters, gallons, cups, fluid ounces), time (seconds to years),
+    speed (km/h, mph, knots), data size (bytes to terabytes) and temperature (Celsius,
+    Fahrenheit, Kelvin), e.g. 3 miles to km, 100 F to C, 2 lb to kg.
 
     Args:
         value: the number to convert.
         from_unit: the unit of the value, e.g. "mi", "kg", "F".
         to_unit: the unit wanted, e.g. "km", "lb", "C".
     """
-    return round(convert(value, from_unit, to_unit), 6)
+    return float(f"{convert(value, from_unit, to_unit):.12g}")
