@@ -115,7 +115,18 @@ def test_normalised_request_values_count_as_grounded() -> None:
     assert said.mentions("0.175 * 2480") and said.mentions("17.5/100*2,480")
     assert not said.mentions("0.3 * 9999")
     feb = Evidence("I run 5 km every day in February 2024.")
-    assert feb.mentions("2024-02-01") and feb.mentions("2024-02-29")
+    assert feb.mentions("2024-02-01") and feb.mentions("2024-02-29") and feb.mentions("2024-03-01")
     assert not feb.mentions("2023-01-01")
     assert Evidence("Ship it on July 4, 2024").mentions("2024-07-04")
     assert Evidence("from 3rd March 2025").mentions("2025-03-03")
+
+
+def test_composed_values_need_only_their_literals_grounded() -> None:
+    from bigloop import Evidence
+
+    eggs = Evidence("A box holds 24 eggs. How many boxes are needed for 1,000 eggs?")
+    assert eggs.mentions("ceil(1000 / 24)") and not eggs.mentions("ceil(1000 / 36)")
+    cities = Evidence("How many customers live in Oslo?")
+    assert cities.mentions("SELECT COUNT(*) FROM customers WHERE city = 'Oslo'")
+    assert not cities.mentions("SELECT COUNT(*) FROM customers WHERE city = 'Bergen'")
+    assert not Evidence("say hi to my colleague").mentions("bob")  # a plain value: every word

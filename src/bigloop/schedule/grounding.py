@@ -11,6 +11,10 @@ import calendar
 import re
 
 _TOKEN = re.compile(r"[^\W_]+")
+_COMPOSED = re.compile(r"[()=*/+<>]|\bselect\b")
+_QUOTED = re.compile(r"'([^']*)'")
+_DOUBLE_QUOTED = re.compile(r'"([^"]*)"')
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _THOUSANDS = re.compile(r"\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b")
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b)")
 _MONTHS = {
@@ -25,13 +29,21 @@ _MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(?:of\s+)?(\d{{4}})\b")
 
 
 def grounded(value: str | int | float, context: str) -> bool:
-    """Whether every word and number of `value` occurs in `context` (lower case): an
-    expression built from the task's numbers is grounded; a name the task never said is
-    not. A word of up to three letters also counts when it abbreviates a word of the
-    context ("km" for "kilometers", "C" for "celsius")."""
+    """Whether every word and number of `value` occurs in `context` (lower case): a name
+    the task never said is not grounded. A word of up to three letters also counts when
+    it abbreviates a word of the context ("km" for "kilometers", "C" for "celsius").
+
+    A composed value — an expression, a query, a path — is the model's own writing: only
+    its numbers and quoted strings must come from the context (`ceil(1000 / 24)` for
+    "1,000 eggs, 24 per box"; `SELECT ... WHERE city = 'Oslo'` needs "Oslo").
+    """
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    tokens = _TOKEN.findall(str(value).lower())
+    text = str(value).lower()
+    if _COMPOSED.search(text):
+        quoted = _QUOTED.findall(text) + _DOUBLE_QUOTED.findall(text)
+        text = " ".join(quoted + _NUMBER.findall(text))
+    tokens = _TOKEN.findall(text)
     if all(t in context for t in tokens):
         return True
     words = set(_TOKEN.findall(context))
@@ -45,7 +57,8 @@ def with_normal_forms(text: str) -> str:
     """`text` (lower case) followed by the normal forms of the values it writes the way
     people do, so that a value a model normalised counts as grounded: "2,480" → 2480,
     "17.5%" → 0.175 (or 17.5/100), "July 4, 2024" → 2024-07-04, "February 2024" → 2024-02-01 and
-    2024-02-29 (its first and last days)."""
+    2024-02-29 (its first and last days) and 2024-03-01 (the day after, for ranges that
+    exclude their end)."""
     forms = [m.group().replace(",", "") for m in _THOUSANDS.finditer(text)]
     for m in _PERCENT.finditer(text):
         forms += [_decimal(float(m.group(1)) / 100), "100"]  # 17.5% is 0.175, or 17.5/100
@@ -54,8 +67,10 @@ def with_normal_forms(text: str) -> str:
     for month, day, year in _MONTH_DAY_YEAR.findall(text):
         forms.append(_date(year, month, day))
     for month, year in _MONTH_YEAR.findall(text):
-        last = calendar.monthrange(int(year), _MONTHS[month])[1]
-        forms += [_date(year, month, "1"), _date(year, month, str(last))]
+        y, m = int(year), _MONTHS[month]
+        last = calendar.monthrange(y, m)[1]
+        after = f"{y + m // 12:04d}-{m % 12 + 1:02d}-01"  # the end, counted exclusively
+        forms += [_date(year, month, "1"), _date(year, month, str(last)), after]
     return "\n".join([text, *forms]) if forms else text
 
 
