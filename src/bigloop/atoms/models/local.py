@@ -22,6 +22,7 @@ from bigloop._errors import ModelUnavailable, UserError
 from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolSpec, Usage
 from bigloop.atoms.models.parse import to_response
+from bigloop.atoms.models.prefix_cache import PrefixStates, Warmth, common_prefix
 from bigloop.atoms.models.prompts import to_plain_chat
 from bigloop.atoms.schema import grammar_safe
 
@@ -72,6 +73,10 @@ class LocalModel:
         n_ctx: context window in tokens.
         n_threads: CPU threads; defaults to the number of cores.
         grammar: constrain replies to the call/answer schema (recommended).
+        prefix_cache: keep the state of each prompt's fixed prefix (system prompt and
+            tool schemas) on disk, so a new process skips evaluating it (`PrefixStates`):
+            True uses `$BIGLOOP_PREFIX_CACHE` ("off" turns it off) or the user cache
+            folder, a path another folder, False turns it off.
     """
 
     def __init__(
@@ -81,6 +86,7 @@ class LocalModel:
         n_ctx: int = 8192,
         n_threads: int | None = None,
         grammar: bool = True,
+        prefix_cache: bool | str | Path = True,
     ) -> None:
         if path is not None and not Path(path).is_file():
             raise UserError(f"Model file {path} does not exist. Pass the path of a .gguf file.")
@@ -91,6 +97,20 @@ class LocalModel:
         self._grammars: OrderedDict[str, Any] = OrderedDict()
         self._lock = asyncio.Lock()
         self._ids = itertools.count(1)
+        self._prefix_folder: Path | None = None
+        if prefix_cache is True:
+            from platformdirs import user_cache_path
+
+            where = os.environ.get("BIGLOOP_PREFIX_CACHE", "")
+            if where != "off":
+                self._prefix_folder = (
+                    Path(where) if where else user_cache_path("bigloop") / "prefix-states"
+                )
+        elif prefix_cache is not False:
+            self._prefix_folder = Path(prefix_cache)
+        self._prompts: tuple[PrefixStates, Any] | None = None
+        self.last_warmth: Warmth | None = None
+        """How the last completion's fixed prefix was obtained (see `PrefixStates.warm`)."""
 
     @property
     def name(self) -> str:
@@ -164,27 +184,93 @@ class LocalModel:
         llama = self.llama()
         llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
         start = time.perf_counter()
+        prompts = self._prompt_states(llama)
         try:
-            out = llama.create_chat_completion(
-                messages=chat,
-                tools=tools,
-                grammar=grammar,
-                temperature=settings.temperature,
-                max_tokens=settings.max_tokens,
-                seed=settings.seed,
-            )
+            if prompts is None:
+                out = llama.create_chat_completion(
+                    messages=chat,
+                    tools=tools,
+                    grammar=grammar,
+                    temperature=settings.temperature,
+                    max_tokens=settings.max_tokens,
+                    seed=settings.seed,
+                )
+                text = out["choices"][0]["message"].get("content") or ""
+            else:
+                out = self._complete_warm(llama, prompts, chat, tools, grammar, settings)
+                text = out["choices"][0]["text"] or ""
         except ValueError as e:  # llama.cpp reports a prompt longer than n_ctx this way
             raise ModelUnavailable(f"{self.name}: {e}") from None
         seconds = time.perf_counter() - start
         perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
         usage = out.get("usage") or {}
-        text = out["choices"][0]["message"].get("content") or ""
         return text, Usage(
             prompt_tokens=usage.get("prompt_tokens", 0),
             completion_tokens=usage.get("completion_tokens", 0),
             seconds=seconds,
             prompt_seconds=perf.t_p_eval_ms / 1000,
             generation_seconds=perf.t_eval_ms / 1000,
+        )
+
+    def _prompt_states(self, llama: Any) -> tuple[PrefixStates, Any] | None:
+        """The prefix states and the chat formatter of the model's own template (None:
+        warm start off, or a model whose prompts llama.cpp formats another way)."""
+        if self._prefix_folder is None or llama.chat_format != "chat_template.default":
+            return None
+        if self._prompts is None:
+            import llama_cpp
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def text(token: int) -> str:
+                if token == -1:
+                    return ""
+                return bytes(llama.detokenize([token], special=True)).decode("utf-8", "replace")
+
+            formatter = Jinja2ChatFormatter(
+                template=llama.metadata["tokenizer.chat_template"],
+                eos_token=text(llama.token_eos()),
+                bos_token=text(llama.token_bos()),
+                stop_token_ids=[llama.token_eos()],
+            )
+            path = Path(llama.model_path)
+            stat = path.stat()
+            key = f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}:{self._n_ctx}:"
+            key += llama_cpp.__version__
+            self._prompts = (PrefixStates(self._prefix_folder, key), formatter)
+        return self._prompts
+
+    def _complete_warm(
+        self,
+        llama: Any,
+        prompts: tuple[PrefixStates, Any],
+        chat: list[dict[str, str]],
+        tools: list[dict[str, Any]] | None,
+        grammar: Any,
+        settings: ModelSettings,
+    ) -> Any:
+        """`create_chat_completion`, with the prompt's fixed prefix loaded from disk: the
+        same template, tokens and sampling; the prefix is what the prompt shares with the
+        same conversation up to a placeholder first request."""
+        states, formatter = prompts
+        result = formatter(messages=chat, tools=tools)
+
+        def tokens(prompt: str) -> list[int]:
+            encoded = prompt.encode("utf-8")
+            return list(llama.tokenize(encoded, add_bos=not result.added_special, special=True))
+
+        prompt = tokens(result.prompt)
+        first = next((i for i, m in enumerate(chat) if m["role"] == "user"), len(chat))
+        probe = [*chat[:first], {"role": "user", "content": "\u2063"}]
+        fixed = common_prefix(prompt, tokens(formatter(messages=probe, tools=tools).prompt))
+        self.last_warmth = states.warm(llama, prompt[:fixed])
+        return llama.create_completion(
+            prompt=prompt,
+            grammar=grammar,
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
+            seed=settings.seed,
+            stop=result.stop,
+            stopping_criteria=result.stopping_criteria,
         )
 
     async def chat(
