@@ -51,6 +51,15 @@ class RunResult:
     cost: float = 0.0
     """From the atoms' cards: `cost` per model turn or tool call, `cost_per_token`."""
 
+    def __repr__(self) -> str:
+        # Short on purpose: asyncio formats the main task's result into an error message
+        # (signal handler restore in `asyncio.run`), and a full repr of every step and
+        # message cost a third of a 50-step run's overhead.
+        return (
+            f"RunResult(run_id={self.run_id!r}, status={self.status!r}, "
+            f"answer={self.answer!r}, steps={len(self.steps)}, error={self.error!r})"
+        )
+
     @property
     def tool_steps(self) -> list[Step]:
         return [s for s in self.steps if s.kind == "tool"]
