@@ -67,9 +67,9 @@ def with_normal_forms(text: str) -> str:
     for month, day, year in _MONTH_DAY_YEAR.findall(text):
         forms.append(_date(year, month, day))
     for month, year in _MONTH_YEAR.findall(text):
-        y, m = int(year), _MONTHS[month]
-        last = calendar.monthrange(y, m)[1]
-        after = f"{y + m // 12:04d}-{m % 12 + 1:02d}-01"  # the end, counted exclusively
+        y, number = int(year), _MONTHS[month]
+        last = calendar.monthrange(y, number)[1]
+        after = f"{y + number // 12:04d}-{number % 12 + 1:02d}-01"  # the end, exclusive
         forms += [_date(year, month, "1"), _date(year, month, str(last)), after]
     return "\n".join([text, *forms]) if forms else text
 
