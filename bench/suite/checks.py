@@ -44,7 +44,12 @@ class Outcome:
             status=result.status,
             answer=result.answer,
             asked=result.status == "input_required" or any(s.kind == "ask" for s in result.steps),
-            tools_called=tuple(s.name for s in result.tool_steps),
+            # calls the loop sent back to the model (bad arguments, unknown tool) were not made
+            tools_called=tuple(
+                s.name
+                for s in result.tool_steps
+                if s.error not in ("invalid_arguments", "unknown_tool")
+            ),
         )
 
 

@@ -51,6 +51,8 @@ class Result:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
+    trace: list[list[object]] = field(default_factory=list)
+    """[kind, name, input, output (cut), error] per step, to read failures."""
 
     @property
     def tokens(self) -> int:
@@ -165,6 +167,16 @@ async def run_tasks(
                 prompt_tokens=run.usage.prompt_tokens,
                 completion_tokens=run.usage.completion_tokens,
                 error=run.error,
+                trace=[
+                    [
+                        s.kind,
+                        s.name,
+                        s.input if s.kind != "model" else None,
+                        str(s.output)[:300],
+                        s.error,
+                    ]
+                    for s in run.steps
+                ],
             )
             with out_path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(asdict(result), ensure_ascii=False) + "\n")

@@ -62,7 +62,7 @@ def test_loop_asks_through_the_callback_and_traces_the_question() -> None:
             answer("Sent."),
         ]
     )
-    loop = Loop(model, [send_message], clarify=Clarify(), ask=ask)
+    loop = Loop(model, [send_message], clarify=Clarify(retry_first=False), ask=ask)
     result = loop.run_sync("Say hi to my colleague.")
     assert result.answer == "Sent."
     assert questions == ["To call send_message, what is the receiver (who gets the message)?"]
@@ -78,7 +78,7 @@ def test_without_a_callback_the_run_stops_with_the_question_and_resumes_with_the
     first = Loop(
         ScriptedModel([call("send_message", receiver="colleague_1", text="hi")]),
         [send_message],
-        clarify=Clarify(),
+        clarify=Clarify(retry_first=False),
         store=store,
     ).run_sync("Say hi to my colleague.")
     assert first.status == "input_required"
@@ -125,8 +125,44 @@ def test_composed_values_need_only_their_literals_grounded() -> None:
     from bigloop import Evidence
 
     eggs = Evidence("A box holds 24 eggs. How many boxes are needed for 1,000 eggs?")
-    assert eggs.mentions("ceil(1000 / 24)") and not eggs.mentions("ceil(1000 / 36)")
+    assert eggs.mentions("ceil(1000 / 24)") and eggs.mentions("1000 / 12 * 0.5")
+    assert not eggs.mentions("ceil(500 / 36)")  # no number of the request: invented
     cities = Evidence("How many customers live in Oslo?")
     assert cities.mentions("SELECT COUNT(*) FROM customers WHERE city = 'Oslo'")
     assert not cities.mentions("SELECT COUNT(*) FROM customers WHERE city = 'Bergen'")
     assert not Evidence("say hi to my colleague").mentions("bob")  # a plain value: every word
+
+
+def test_dates_need_their_year_and_currency_names_ground_codes() -> None:
+    from bigloop import Evidence
+
+    assert Evidence("What day is Christmas Day 2030?").mentions("2030-12-25")
+    assert not Evidence("between 20 July 1969 and 2000").mentions("2069-07-20")
+    yen = Evidence("How many British pounds is 5,000 yen?")
+    assert yen.mentions("JPY") and yen.mentions("GBP") and not yen.mentions("EUR")
+
+
+def test_an_ungrounded_value_goes_back_to_the_model_once_then_the_user_is_asked() -> None:
+    fixed = Loop(
+        ScriptedModel(
+            [
+                call("send_message", receiver="Bobb", text="hi"),  # a slip: Bob was said
+                call("send_message", receiver="Bob", text="hi"),
+                answer("Sent."),
+            ]
+        ),
+        [send_message],
+        clarify=Clarify(),
+    ).run_sync("Say hi to Bob.")
+    assert fixed.answer == "Sent." and SENT == [("Bob", "hi")]
+    assert fixed.tool_steps[0].output == (
+        "Error: send_message: receiver='Bobb' appears nowhere in the request. Use the values "
+        "the request gives; if it gives none, make the same call again and the user will be "
+        "asked."
+    )
+    guess = call("send_message", receiver="colleague_1", text="hi")
+    insisted = Loop(ScriptedModel([guess, guess]), [send_message], clarify=Clarify()).run_sync(
+        "Say hi to my colleague."
+    )
+    assert insisted.status == "input_required" and SENT == [("Bob", "hi")]
+    assert insisted.question == "To call send_message, what is the receiver (who gets the message)?"

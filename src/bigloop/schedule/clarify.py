@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.schedule.grounding import grounded
-from bigloop.schedule.policies import ACCEPT, Evidence, Verdict, guessable
+from bigloop.schedule.policies import ACCEPT, NOWHERE, Evidence, Verdict, guessable
 
 __all__ = ["Clarify", "grounded"]
 
@@ -22,41 +22,74 @@ __all__ = ["Clarify", "grounded"]
 class Clarify:
     """Asks the user instead of guessing an argument.
 
+    An ungrounded value is more often the model's slip (1969 written 2069, a wrong tool)
+    than a gap in the request, so with `retry_first` the call first goes back to the
+    model, naming the value; a model that makes the call again unchanged had no better
+    value, and the user is asked.
+
     Attributes:
         missing: ask when a required argument is absent.
-        ungrounded: ask when a required string or number argument's value is mentioned
+        ungrounded: act when a required string or number argument's value is mentioned
             nowhere in the conversation (values from enums and booleans are exempt).
+        retry_first: send an ungrounded call back to the model once before asking.
     """
 
     missing: bool = True
     ungrounded: bool = True
+    retry_first: bool = True
     name: str = "clarify"
 
     def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
-        question = self.question(call, spec, evidence)
+        missing, ungrounded = self._unknown(call, spec, evidence)
+        if not missing and ungrounded and self.retry_first:
+            slip = _slip(call, ungrounded)
+            if slip.lower() not in evidence.text:  # not yet told: let the model correct it
+                return Verdict(
+                    action="reject",
+                    message=f"{slip}. Use the values the request gives; if it gives none, "
+                    "make the same call again and the user will be asked.",
+                )
+        question = self._question(call, spec, missing + ungrounded)
         return ACCEPT if question is None else Verdict(action="ask", message=question)
 
     def question(self, call: ToolCall, spec: ToolSpec, evidence: Evidence | str) -> str | None:
-        """The question to ask before making `call`, or None to make it."""
+        """The question to ask before making `call` (None: make it), whatever was said
+        before."""
         if isinstance(evidence, str):
             evidence = Evidence(evidence)
+        missing, ungrounded = self._unknown(call, spec, evidence)
+        return self._question(call, spec, missing + ungrounded)
+
+    def _unknown(
+        self, call: ToolCall, spec: ToolSpec, evidence: Evidence
+    ) -> tuple[list[str], list[str]]:
+        """The required arguments that are absent, and those whose value is ungrounded."""
         if not isinstance(call.arguments, dict):
-            return None
+            return [], []
         props = spec.parameters.get("properties", {})
-        unknown = []
+        missing, ungrounded = [], []
         for name in spec.parameters.get("required", []):
             if name not in call.arguments:
                 if self.missing:
-                    unknown.append(name)
+                    missing.append(name)
                 continue
             value = call.arguments[name]
             if self.ungrounded and guessable(value) and "enum" not in props.get(name, {}):
                 if not evidence.mentions(value):
-                    unknown.append(name)
+                    ungrounded.append(name)
+        return missing, ungrounded
+
+    def _question(self, call: ToolCall, spec: ToolSpec, unknown: list[str]) -> str | None:
         if not unknown:
             return None
+        props = spec.parameters.get("properties", {})
         what = " and ".join(_describe(n, props.get(n, {})) for n in unknown)
         return f"To call {call.name}, what is {what}?"
+
+
+def _slip(call: ToolCall, names: list[str]) -> str:
+    values = ", ".join(f"{n}={call.arguments[n]!r}" for n in names)
+    return f"{call.name}: {values} {NOWHERE}"
 
 
 def _describe(name: str, schema: dict[str, object]) -> str:

@@ -15,6 +15,20 @@ _COMPOSED = re.compile(r"[()=*/+<>]|\bselect\b")
 _QUOTED = re.compile(r"'([^']*)'")
 _DOUBLE_QUOTED = re.compile(r'"([^"]*)"')
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_CURRENCIES = {
+    "usd": ("dollar", "$", "us"),
+    "eur": ("euro", "€"),
+    "gbp": ("pound", "sterling", "£", "british"),
+    "jpy": ("yen", "¥", "japan"),
+    "chf": ("franc", "swiss"),
+    "cny": ("yuan", "renminbi", "chinese"),
+    "inr": ("rupee", "india"),
+    "cad": ("canadian",),
+    "aud": ("australian",),
+    "sek": ("krona", "swedish"),
+    "nok": ("krone", "norwegian"),
+}
 _THOUSANDS = re.compile(r"\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b")
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b)")
 _MONTHS = {
@@ -33,16 +47,26 @@ def grounded(value: str | int | float, context: str) -> bool:
     the task never said is not grounded. A word of up to three letters also counts when
     it abbreviates a word of the context ("km" for "kilometers", "C" for "celsius").
 
-    A composed value — an expression, a query, a path — is the model's own writing: only
-    its numbers and quoted strings must come from the context (`ceil(1000 / 24)` for
-    "1,000 eggs, 24 per box"; `SELECT ... WHERE city = 'Oslo'` needs "Oslo").
+    A composed value — an expression, a query — is the model's own writing, and may use
+    what the model knows (3.785 liters a gallon): its quoted strings must come from the
+    context, and, when it has numbers, at least one of them (`ceil(1000 / 24)` for "1,000
+    eggs, 24 per box"; `SELECT ... WHERE city = 'Oslo'` needs "Oslo"). A date needs only
+    its year (the day of "Christmas 2030" is knowledge).
     """
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     text = str(value).lower()
+    if _DATE.fullmatch(text.strip()):
+        return text.strip()[:4] in context
     if _COMPOSED.search(text):
         quoted = _QUOTED.findall(text) + _DOUBLE_QUOTED.findall(text)
-        text = " ".join(quoted + _NUMBER.findall(text))
+        numbers = _NUMBER.findall(text)
+        anchored = not numbers or any(_covered(n, context) for n in numbers)
+        return anchored and all(_covered(q, context) for q in quoted)
+    return _covered(text, context)
+
+
+def _covered(text: str, context: str) -> bool:
     tokens = _TOKEN.findall(text)
     if all(t in context for t in tokens):
         return True
@@ -56,6 +80,7 @@ def grounded(value: str | int | float, context: str) -> bool:
 def with_normal_forms(text: str) -> str:
     """`text` (lower case) followed by the normal forms of the values it writes the way
     people do, so that a value a model normalised counts as grounded: "2,480" → 2480,
+    "yen" → JPY (currency codes),
     "17.5%" → 0.175 (or 17.5/100), "July 4, 2024" → 2024-07-04, "February 2024" → 2024-02-01 and
     2024-02-29 (its first and last days) and 2024-03-01 (the day after, for ranges that
     exclude their end)."""
@@ -71,6 +96,7 @@ def with_normal_forms(text: str) -> str:
         last = calendar.monthrange(y, number)[1]
         after = f"{y + number // 12:04d}-{number % 12 + 1:02d}-01"  # the end, exclusive
         forms += [_date(year, month, "1"), _date(year, month, str(last)), after]
+    forms += [code for code, names in _CURRENCIES.items() if any(n in text for n in names)]
     return "\n".join([text, *forms]) if forms else text
 
 

@@ -50,6 +50,9 @@ class Verdict:
 
 ACCEPT = Verdict(action="accept")
 
+NOWHERE = "appears nowhere in the request"
+"""How the loop tells the model a value was not in the request (`Clarify`)."""
+
 
 class Evidence:
     """What the conversation has said so far — the task, the user's turns, every tool
@@ -71,9 +74,15 @@ class Evidence:
             (source if isinstance(source, str) else "\n".join(source())).lower()
         )
 
+    @cached_property
+    def said(self) -> str:
+        """`text` without the loop's own notes that a value was not in the request (they
+        quote the value, and must not ground it)."""
+        return "\n".join(line for line in self.text.splitlines() if NOWHERE not in line)
+
     def mentions(self, value: str | int | float) -> bool:
         """Whether `value`'s words and numbers all occur in the conversation (`grounded`)."""
-        return grounded(value, self.text)
+        return grounded(value, self.said)
 
 
 class CallCheck(Protocol):
