@@ -7,6 +7,8 @@ import bigloop
 
 def test_exported_members() -> None:
     assert set(bigloop.__all__) == {
+        "AnswerCheck",
+        "HonourPrecision",
         "AtomCard",
         "FaithfulExpressions",
         "Verdict",

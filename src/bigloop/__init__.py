@@ -35,11 +35,13 @@ from bigloop.schedule.clarify import Clarify
 from bigloop.schedule.context import Budget, Planner, RunContext
 from bigloop.schedule.graph import GraphPlanner
 from bigloop.schedule.policies import (
+    AnswerCheck,
     CallCheck,
     CoerceTypes,
     DropInventedOptionals,
     Evidence,
     FaithfulExpressions,
+    HonourPrecision,
     RankTools,
     RejectCopiedExamples,
     RelevanceGate,
@@ -55,6 +57,7 @@ from bigloop.workflow import Do, Workflow
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnswerCheck",
     "AtomCard",
     "AutoPlanner",
     "BigloopError",
@@ -70,6 +73,7 @@ __all__ = [
     "FaithfulExpressions",
     "FunctionModel",
     "GraphPlanner",
+    "HonourPrecision",
     "InputRequired",
     "InvalidArguments",
     "LocalModel",

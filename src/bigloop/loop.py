@@ -26,7 +26,14 @@ from bigloop.schedule.auto import AutoPlanner
 from bigloop.schedule.clarify import Clarify
 from bigloop.schedule.context import AskFn, Budget, Planner, ResultHook, RunContext
 from bigloop.schedule.graph import GraphPlanner
-from bigloop.schedule.policies import CallCheck, ToolSelector, default_checks, default_selectors
+from bigloop.schedule.policies import (
+    AnswerCheck,
+    CallCheck,
+    ToolSelector,
+    default_answer_checks,
+    default_checks,
+    default_selectors,
+)
 from bigloop.schedule.react import ReactPlanner
 from bigloop.schedule.search import SearchPlanner
 from bigloop.schedule.select import listed_items
@@ -44,6 +51,7 @@ SWITCHABLE = (
     "relevance_gate",
     "rank_tools",
     "listed_items",
+    "honour_precision",
 )
 """The default policies `LoopConfig.off` can switch off."""
 
@@ -73,6 +81,7 @@ class Loop:
             dense) for the task, `top_k` of them (default 5); the model also gets
             `find_tools` to search it for more. Its tools join `tools`.
         checks: the call checks, in order (default: `default_checks(clarify)`).
+        answer_checks: revise the final answer, in order (default: `HonourPrecision`).
         selectors: the tool selectors, in order (default: relevance gate, then BM25 rank
             keeping `top_k`; with a registry, `RegistrySearch`).
     """
@@ -94,6 +103,7 @@ class Loop:
         registry: Registry | None = None,
         checks: Sequence[CallCheck] | None = None,
         selectors: Sequence[ToolSelector] | None = None,
+        answer_checks: Sequence[AnswerCheck] | None = None,
     ) -> None:
         if registry is not None:
             tools = [*tools, *registry.tools_for([c.name for c in registry.cards])]
@@ -122,6 +132,9 @@ class Loop:
             self.selectors = [RegistrySearch(registry, k=top_k or 5)]
         else:
             self.selectors = default_selectors(top_k)
+        self.answer_checks = (
+            list(answer_checks) if answer_checks is not None else default_answer_checks()
+        )
         self.ask = ask
 
     @classmethod
@@ -169,6 +182,7 @@ class Loop:
             planner=planners[config.planner],
             checks=[c for c in default_checks(clarify) if c.name not in off],
             selectors=[s for s in default_selectors(config.top_k) if s.name not in off],
+            answer_checks=[c for c in default_answer_checks() if c.name not in off],
             ask=ask,
         )
 
@@ -284,6 +298,7 @@ class Loop:
             task_index=task_index,
             budget=self.budget,
             checks=self.checks,
+            answer_checks=self.answer_checks,
             ask_user=self.ask,
             store=self.store,
             on_result=hooks,

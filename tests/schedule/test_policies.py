@@ -110,3 +110,14 @@ def test_an_expression_that_drops_the_requests_parentheses_is_sent_back() -> Non
     date = Evidence("How many days from 2024-01-15 to 2024-03-01?")
     call = ToolCall(id="1", name="calculator", arguments={"expression": "31 + 29 + 1 - 15"})
     assert check.check(call, calc, date).action == "accept"
+
+
+def test_the_answer_honours_the_precision_the_request_asks_for() -> None:
+    def run(task: str, off: bool = False) -> str | None:
+        model = ScriptedModel([json.dumps({"answer": "26.2187574565 miles"})])
+        return Loop(model, [], answer_checks=[] if off else None).run_sync(task).answer
+
+    assert run("How many miles is 42.195 km? Round to two decimals.") == "26.22 miles"
+    assert run("How many miles is 42.195 km? Round to the nearest mile.") == "26 miles"
+    assert run("How many miles is 42.195 km?") == "26.2187574565 miles"
+    assert run("Round to two decimals.", off=True) == "26.2187574565 miles"

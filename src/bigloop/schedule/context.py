@@ -38,7 +38,7 @@ from bigloop.atoms.models.base import (
 from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.tool import Tool
 from bigloop.schedule.call import CallResult, Outcome, call_key, call_tool
-from bigloop.schedule.policies import CallCheck, Evidence, run_checks
+from bigloop.schedule.policies import AnswerCheck, CallCheck, Evidence, run_checks
 from bigloop.trace.records import Step, StepKind
 from bigloop.trace.store import TraceStore
 
@@ -114,6 +114,7 @@ class RunContext:
     task_index: int
     budget: Budget
     checks: Sequence[CallCheck] = ()
+    answer_checks: Sequence[AnswerCheck] = ()
     ask_user: AskFn | None = None
     store: TraceStore | None = None
     on_result: Sequence[ResultHook] = ()
@@ -152,7 +153,10 @@ class RunContext:
     # ------------------------------------------------------------------ the answer
 
     def finish(self, answer: str) -> None:
-        """End the run with `answer` (the planner then returns)."""
+        """End the run with `answer`, as the answer checks revise it (the planner then
+        returns)."""
+        for check in self.answer_checks:
+            answer = check.revise(self.task, answer)
         self.answer = answer
 
     # ------------------------------------------------------------------ budget
