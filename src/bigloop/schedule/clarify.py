@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.schedule.grounding import grounded
-from bigloop.schedule.policies import ACCEPT, NOWHERE, Evidence, Verdict, guessable
+from bigloop.schedule.policies import ACCEPT, Evidence, Verdict, guessable, slip
 
 __all__ = ["Clarify", "grounded"]
 
@@ -42,11 +42,11 @@ class Clarify:
     def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
         missing, ungrounded = self._unknown(call, spec, evidence)
         if not missing and ungrounded and self.retry_first:
-            slip = _slip(call, ungrounded)
-            if slip.lower() not in evidence.text:  # not yet told: let the model correct it
+            note = slip(call, ungrounded)
+            if note.lower() not in evidence.text:  # not yet told: let the model correct it
                 return Verdict(
                     action="reject",
-                    message=f"{slip}. Use the values the request gives; if it gives none, "
+                    message=f"{note}. Use the values the request gives; if it gives none, "
                     "make the same call again and the user will be asked.",
                 )
         question = self._question(call, spec, missing + ungrounded)
@@ -85,11 +85,6 @@ class Clarify:
         props = spec.parameters.get("properties", {})
         what = " and ".join(_describe(n, props.get(n, {})) for n in unknown)
         return f"To call {call.name}, what is {what}?"
-
-
-def _slip(call: ToolCall, names: list[str]) -> str:
-    values = ", ".join(f"{n}={call.arguments[n]!r}" for n in names)
-    return f"{call.name}: {values} {NOWHERE}"
 
 
 def _describe(name: str, schema: dict[str, object]) -> str:

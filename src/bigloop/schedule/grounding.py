@@ -12,6 +12,7 @@ import re
 
 _TOKEN = re.compile(r"[^\W_]+")
 _COMPOSED = re.compile(r"[()=*/+<>]|\bselect\b")
+_QUERY = re.compile(r"\bselect\b")
 _QUOTED = re.compile(r"'([^']*)'")
 _DOUBLE_QUOTED = re.compile(r'"([^"]*)"')
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -60,9 +61,11 @@ def grounded(value: str | int | float, context: str) -> bool:
         return text.strip()[:4] in context
     if _COMPOSED.search(text):
         quoted = _QUOTED.findall(text) + _DOUBLE_QUOTED.findall(text)
-        numbers = _NUMBER.findall(text)
+        if _QUERY.search(text):  # a query's numbers are its own (LIMIT 1): only its literals
+            return all(grounded(q, context) for q in quoted)
+        numbers = _NUMBER.findall(_QUOTED.sub("", text))
         anchored = not numbers or any(_covered(n, context) for n in numbers)
-        return anchored and all(_covered(q, context) for q in quoted)
+        return anchored and all(grounded(q, context) for q in quoted)
     return _covered(text, context)
 
 

@@ -166,19 +166,25 @@ class RejectCopiedExamples:
             return ACCEPT
         docs = json.dumps(spec.parameters, ensure_ascii=False) + " " + spec.description
         props = spec.parameters.get("properties", {})
-        problems = [
-            f"{name}={value!r} is the example from the tool's description, not a value "
-            "from the request; use the request's values"
+        copied = [
+            name
             for name, value in call.arguments.items()
             if isinstance(value, str)
             and len(value) >= self.min_chars
             and value not in props.get(name, {}).get("enum", ())  # a choice, not an example
             and value in docs
-            and value.lower() not in evidence.text
+            and value.lower() not in evidence.said
         ]
-        if not problems:
+        if not copied:
             return ACCEPT
-        return Verdict(action="reject", message="; ".join(problems))
+        note = slip(call, copied)
+        if note.lower() in evidence.text:  # said once; the model insists: the next checks
+            return ACCEPT  # (a question to the user, or the tool's own answer) decide
+        return Verdict(
+            action="reject",
+            message=f"{note}: it is the example from the tool's description. Use the values "
+            "the request gives; if it gives none, make the same call again.",
+        )
 
 
 @dataclass(kw_only=True)
@@ -381,6 +387,12 @@ def _value(expression: str) -> float | None:
         return float(evaluate(expression))
     except (ValueError, ArithmeticError, TypeError, RecursionError):
         return None
+
+
+def slip(call: ToolCall, names: list[str]) -> str:
+    """The loop's note that values of `call` came from nowhere in the request."""
+    values = ", ".join(f"{n}={call.arguments[n]!r}" for n in names)
+    return f"{call.name}: {values} {NOWHERE}"
 
 
 def guessable(value: Any) -> bool:
