@@ -52,6 +52,7 @@ SWITCHABLE = (
     "rank_tools",
     "listed_items",
     "honour_precision",
+    "check_answers",
 )
 """The default policies `LoopConfig.off` can switch off."""
 
@@ -156,11 +157,12 @@ class Loop:
         if config.clarify != "off" and "clarify" not in off:
             clarify = Clarify(ungrounded=config.clarify == "ungrounded")
         items = None if "listed_items" in off else listed_items
+        react = ReactPlanner(check_answers="check_answers" not in off)
         planners: dict[str, Planner] = {
-            "react": ReactPlanner(),
+            "react": react,
             "graph": GraphPlanner(items=items),
             "search": SearchPlanner(),
-            "auto": AutoPlanner(items=items) if items else ReactPlanner(),
+            "auto": AutoPlanner(items=items, one=react) if items else react,
         }
         return cls(
             config.build_model(),

@@ -74,7 +74,8 @@ def test_runner_records_each_task_and_summarizes(tmp_path: Path) -> None:
     )
     assert right["model_turns"] == 2 and right["prompt_tokens"] > 0 and right["seconds"] > 0
     assert wrong["why"] == "expected 1024 (±1e-09); numbers in answer: [1000.0]"
-    assert wrong["tool_calls"] == 0 and wrong["model_turns"] == 1
+    # an unsupported number is sent back once ("call the tool"); the script answers again
+    assert wrong["tool_calls"] == 0 and wrong["model_turns"] == 2
     assert asks["question"].startswith("To call convert_units, what is the value")
     assert asks["answer"] is None and asks["tool_calls"] == 0
     assert {r["split"] for r in rows} == {"extra"}
@@ -84,7 +85,7 @@ def test_runner_records_each_task_and_summarizes(tmp_path: Path) -> None:
     assert (summary.passed, summary.tasks) == (2, 3)
     assert summary.by_category == {"arithmetic": (1, 2), "missing_value": (1, 1)}
     assert summary.false_asks == (0, 2) and summary.missed_asks == (0, 1)
-    assert summary.mean_model_turns == pytest.approx(5 / 3)  # the ask: sent back once first
+    assert summary.mean_model_turns == pytest.approx(6 / 3)  # the ask: sent back once first
     table = markdown(summary, title="scripted")
     assert "| arithmetic | 1/2 | 50% |" in table
     assert "| **all** | **2/3** | **67%** |" in table

@@ -121,3 +121,22 @@ def test_the_answer_honours_the_precision_the_request_asks_for() -> None:
     assert run("How many miles is 42.195 km? Round to the nearest mile.") == "26 miles"
     assert run("How many miles is 42.195 km?") == "26.2187574565 miles"
     assert run("Round to two decimals.", off=True) == "26.2187574565 miles"
+
+
+def test_an_answer_from_memory_goes_back_once_to_use_the_tools() -> None:
+    from bigloop.atoms.builtin import calculator
+
+    model = ScriptedModel(
+        [
+            json.dumps({"answer": "125"}),  # 2.5 * 62.5 from memory
+            json.dumps(
+                {"tool_calls": [{"name": "calculator", "arguments": {"expression": "2.5 * 62.5"}}]}
+            ),
+            json.dumps({"answer": "156.25"}),
+        ]
+    )
+    result = Loop(model, [calculator]).run_sync("What is 2.5 times 62.5?")
+    assert result.answer == "156.25"
+    assert any("You answered 125 without using a tool" in m.content for m in result.messages)
+    said = ScriptedModel([json.dumps({"answer": "2.5 times 62.5 is a product."})])
+    assert Loop(said, [calculator]).run_sync("What is 2.5 times 62.5?").status == "ok"

@@ -105,7 +105,7 @@ async def _loop_run(
     loop = Loop(
         model,
         [_acknowledging_tool(s) for s in specs],
-        planner=ReactPlanner(stop_after_calls=True),
+        planner=ReactPlanner(stop_after_calls=True, check_answers=False),
         # Up to `max_repairs` corrections, counted in model turns (as before the Loop ran
         # BFCL): the Loop counts each invalid call, and a parallel reply has several.
         budget=Budget(max_steps=max_repairs + 1, max_repairs=99),

@@ -3,6 +3,7 @@ repeat until the model answers."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 from bigloop.atoms.models.base import Message, ToolCall
@@ -11,6 +12,16 @@ from bigloop.schedule.context import RunContext
 from bigloop.trace.records import Step
 
 _MISTAKES = ("unknown_tool", "invalid_arguments")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _unsupported(ctx: RunContext, answer: str) -> str | None:
+    """A number of `answer` that neither the request nor a tool result gave, when no tool
+    call has succeeded in the run (None: the answer is supported, or tools were used)."""
+    if any(s.kind == "tool" and s.error is None for s in ctx.steps):
+        return None
+    evidence = ctx.evidence()
+    return next((n for n in _NUMBER.findall(answer) if not evidence.mentions(n)), None)
 
 
 class ReactPlanner:
@@ -21,12 +32,16 @@ class ReactPlanner:
         stop_after_calls: end the run (answer None) after the first turn whose calls were
             all made — for benchmarks that score the calls, not an answer (BFCL). Turns
             with invalid calls are still corrected first.
+        check_answers: send back, once, an answer that gives a number no tool returned
+            and the request never said, while tools were offered and none was used (small
+            models answer arithmetic from memory, wrongly).
     """
 
     name = "react"
 
-    def __init__(self, *, stop_after_calls: bool = False) -> None:
+    def __init__(self, *, stop_after_calls: bool = False, check_answers: bool = True) -> None:
         self.stop_after_calls = stop_after_calls
+        self.check_answers = check_answers
 
     def restore(self, ctx: RunContext) -> list[ToolCall]:
         """The calls the last model turn asked for that have no completed step (a run
@@ -41,6 +56,7 @@ class ReactPlanner:
     async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
         pending = self.restore(ctx)
         answer_only = False
+        checked = not self.check_answers
         while True:
             if pending:
                 made: list[Step] = []
@@ -69,8 +85,14 @@ class ReactPlanner:
                 ctx.repair(response.error)
             elif response.tool_calls:
                 pending = response.tool_calls
-            elif response.text.strip():
+            elif not any(ch.isalnum() for ch in response.text):
+                ctx.repair("Your answer was empty. Call a tool or give the answer.")
+            elif not checked and ctx.specs and (number := _unsupported(ctx, response.text)):
+                checked = True
+                ctx.repair(
+                    f"You answered {number} without using a tool, and the request does not "
+                    "say it. Call the tool that computes or looks it up, then answer."
+                )
+            else:
                 ctx.finish(response.text)
                 return
-            else:
-                ctx.repair("Your answer was empty. Call a tool or give the answer.")

@@ -48,6 +48,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 _CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 _MAX_EXPONENT = 10_000
+_CURRENCY = re.compile(r"[$€£¥]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
@@ -58,6 +59,7 @@ class CalculatorError(ValueError):
 def evaluate(expression: str) -> float | int:
     """Evaluate an arithmetic expression safely."""
     text = expression.replace("^", "**").replace("×", "*").replace("÷", "/").strip()
+    text = _CURRENCY.sub("", text)  # "$350 * 365": money is a number here
     try:
         return _evaluate(text)
     except (CalculatorError, TypeError):

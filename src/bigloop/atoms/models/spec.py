@@ -35,6 +35,7 @@ class ModelSpec:
         if self.name.endswith(".gguf"):
             return LocalModel(self.name)
         raise UserError(
-            f"--model {self.name!r}: use 'embedded', {', '.join(map(repr, PACKAGED))}, a "
-            ".gguf file, or a model name with --base-url URL for an OpenAI-compatible server."
+            f"--model {self.name!r}: use 'embedded', a .gguf file, an installable model "
+            f"({', '.join(map(repr, PACKAGED))}), or a model name with --base-url URL for "
+            "an OpenAI-compatible server."
         )
