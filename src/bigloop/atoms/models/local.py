@@ -112,6 +112,7 @@ class LocalModel:
         elif prefix_cache is not False:
             self._prefix_folder = Path(prefix_cache)
         self._prompts: tuple[PrefixStates, Any] | None = None
+        self._probes: dict[str, list[int]] = {}
         self.last_warmth: Warmth | None = None
         """How the last completion's fixed prefix was obtained (see `PrefixStates.warm`)."""
 
@@ -265,8 +266,14 @@ class LocalModel:
 
         prompt = tokens(result.prompt)
         first = next((i for i, m in enumerate(chat) if m["role"] == "user"), len(chat))
-        probe = [*chat[:first], {"role": "user", "content": "\u2063"}]
-        fixed = common_prefix(prompt, tokens(formatter(messages=probe, tools=tools).prompt))
+        key = json.dumps([chat[:first], tools], sort_keys=True)
+        if (probe := self._probes.get(key)) is None:  # once per system prompt and tool set
+            placeholder = [*chat[:first], {"role": "user", "content": "\u2063"}]
+            probe = tokens(formatter(messages=placeholder, tools=tools).prompt)
+            if len(self._probes) >= _GRAMMAR_CACHE:
+                self._probes.clear()
+            self._probes[key] = probe
+        fixed = common_prefix(prompt, probe)
         self.last_warmth = states.warm(llama, prompt[:fixed])
         return llama.create_completion(
             prompt=prompt,
