@@ -75,7 +75,9 @@ def test_parallel_calls_in_one_turn() -> None:
         }
     )
     result = Loop(ScriptedModel([both, answer("cold, warm")]), [lookup]).run_sync("Oslo and Rome?")
-    assert [s.output for s in result.tool_steps] == ["cold", "warm"]
+    # Steps are recorded as calls complete; the conversation lists results in call order.
+    assert sorted(s.output for s in result.tool_steps) == ["cold", "warm"]
+    assert [m.content for m in result.messages if m.role == "tool"] == ["cold", "warm"]
 
 
 def test_invalid_calls_are_repaired_by_feedback() -> None:
@@ -206,8 +208,8 @@ def test_trace_written_and_resume_skips_completed_calls(tmp_path: Path) -> None:
     first = Loop(crash, [charge, lookup], store=store).run_sync("pay and check weather")
     assert first.status == "failed"
     stored = store.steps(first.run_id)
-    assert [(s.kind, s.name, s.output) for s in stored] == [
-        ("model", "scripted", two),
+    assert (stored[0].kind, stored[0].output) == ("model", two)
+    assert sorted((s.kind, s.name, s.output) for s in stored[1:]) == [
         ("tool", "charge", "charged"),
         ("tool", "lookup", "cold"),
     ]

@@ -17,6 +17,7 @@ from bigloop import report
 if TYPE_CHECKING:
     from bigloop.config import LoopConfig
     from bigloop.loop import Loop
+    from bigloop.trace.otel import OtelHook
     from bigloop.trace.records import RunResult, Step
     from bigloop.trace.store import RunSummary, TraceStore
 
@@ -48,6 +49,14 @@ TraceDbOpt = Annotated[
     typer.Option(
         "--trace-db",
         help="Trace file (default: traces.db in the user data folder, or $BIGLOOP_HOME).",
+    ),
+]
+OtlpOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--otlp",
+        help="Also send the run as OpenTelemetry spans (GenAI conventions) to this OTLP/HTTP "
+        "endpoint, e.g. http://127.0.0.1:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT if set).",
     ),
 ]
 
@@ -150,11 +159,15 @@ def run(
     ] = None,
     json_out: JsonOpt = False,
     trace_db: TraceDbOpt = None,
+    otlp: OtlpOpt = None,
 ) -> None:
     """Run TASK: the model calls tools until it can answer. Shows each step live.
 
     When a required value is missing, it asks you (or, without a terminal, stops with the
-    question: answer with `bigloop resume RUN_ID --answer ...`).
+    question: answer with `bigloop resume RUN_ID --answer ...`). A call to a tool that
+    cannot be undone is shown to you (tool and arguments) to approve; without a terminal
+    it is denied. Secrets (URL credentials, API keys, secret environment variables) are
+    redacted from what is shown.
 
     Settings come from the options given, then the --config file, then the defaults.
     """
@@ -182,7 +195,11 @@ def run(
     if save_config:
         config.save(save_config)
     _run_loop(
-        config, _store(trace_db), json_out, lambda loop, on_step: loop.run(task, on_step=on_step)
+        config,
+        _store(trace_db),
+        json_out,
+        lambda loop, on_step: loop.run(task, on_step=on_step),
+        otlp=otlp,
     )
 
 
@@ -195,6 +212,7 @@ def resume(
     ] = None,
     json_out: JsonOpt = False,
     trace_db: TraceDbOpt = None,
+    otlp: OtlpOpt = None,
 ) -> None:
     """Continue an interrupted run from its last completed step (never repeating a
     completed tool call), or a run that stopped to ask you something (--answer). The run
@@ -206,6 +224,7 @@ def resume(
         store,
         json_out,
         lambda loop, on_step: loop.resume(summary.run_id, answer=answer, on_step=on_step),
+        otlp=otlp,
     )
 
 
@@ -237,6 +256,55 @@ def trace_show(
     report.print_trace(report.make_console(), result)
 
 
+@trace_app.command("export")
+def trace_export(
+    run_id: Annotated[str, typer.Argument(help="The run (a unique prefix works).")],
+    otlp: OtlpOpt = None,
+    content: Annotated[
+        bool,
+        typer.Option(
+            "--content",
+            help="Also send prompts, replies, arguments and results (off: only "
+            "names, ids, tokens, times and errors).",
+        ),
+    ] = False,
+    trace_db: TraceDbOpt = None,
+) -> None:
+    """Send a recorded run as OpenTelemetry spans (GenAI conventions) to an OTLP/HTTP
+    endpoint: a span for the run, one per model turn and one per tool call."""
+    from bigloop._errors import UserError
+
+    try:
+        from bigloop.trace.otel import export_run
+    except ImportError:
+        raise UserError(_NO_OTEL) from None
+    sent = export_run(_store(trace_db), run_id, otlp, capture_content=content)
+    report.make_console(stderr=True).print(f"Sent {sent} spans.")
+
+
+_NO_OTEL = (
+    "OpenTelemetry export needs bigloop's 'otel' extra: "
+    "pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http"
+)
+
+
+def _otel_hook(otlp: str | None, config: LoopConfig) -> OtelHook | None:
+    """The hook sending a run's steps as spans, when --otlp or $OTEL_EXPORTER_OTLP_ENDPOINT
+    names an endpoint (the variable alone is ignored without the 'otel' extra)."""
+    from bigloop._errors import UserError
+
+    try:
+        from bigloop.trace.otel import OtelHook, provider_of, traces_endpoint
+    except ImportError:
+        if otlp:
+            raise UserError(_NO_OTEL) from None
+        return None
+    endpoint = traces_endpoint(otlp)
+    if endpoint is None:
+        return None
+    return OtelHook(endpoint, provider=provider_of(config.model_dump()))
+
+
 def _store(path: Path | None) -> TraceStore:
     from bigloop.trace.store import TraceStore
 
@@ -261,17 +329,32 @@ def _run_loop(
     store: TraceStore,
     json_out: bool,
     start: Callable[[Loop, Callable[[Step], None]], Coroutine[Any, Any, RunResult]],
+    *,
+    otlp: str | None = None,
 ) -> None:
-    """Build the loop, run `start` with live progress, show the result, set the exit code:
-    0 answered, 3 stopped with a question, 1 failed."""
+    """Build the loop, run `start` with live progress (and OpenTelemetry spans when asked),
+    show the result, set the exit code: 0 answered, 3 stopped with a question, 1 failed."""
     import asyncio
 
     from bigloop.loop import Loop
 
     terminal = report.Terminal(json_out=json_out)
-    loop = Loop.from_config(config, store=store, ask=terminal.ask)
-    with terminal.thinking(loop.model.name):
-        result = asyncio.run(start(loop, terminal.show_step))
+    loop = Loop.from_config(config, store=store, ask=terminal.ask, approve=terminal.approve)
+    hook = _otel_hook(otlp, config)
+
+    def on_step(step: Step) -> None:
+        terminal.show_step(step)
+        if hook is not None:
+            hook(step)
+
+    try:
+        with terminal.thinking(loop.model.name):
+            result = asyncio.run(start(loop, on_step))
+        if hook is not None:
+            hook.end_run(result)
+    finally:
+        if hook is not None:
+            hook.close()
     terminal.show_result(result)
     if result.status == "input_required":
         raise typer.Exit(3)
@@ -508,3 +591,36 @@ def serve_openai_command(
     from bigloop.protocols.openai_server import serve_openai
 
     serve_openai(model, host=host, port=port, base_url=base_url)
+
+
+@app.command()
+def ui(
+    trace_db: TraceDbOpt = None,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on. The default answers this machine only; "
+            "0.0.0.0 shows every trace, without authentication, to the whole network.",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8765,
+) -> None:
+    """A local web viewer of the recorded runs: each run's steps (prompts, replies, calls,
+    results, errors, repairs, routing, questions), its plan graph and timeline; a run in
+    progress updates live. Needs the 'ui' extra."""
+    from bigloop._errors import UserError
+
+    try:
+        from bigloop.ui import serve
+    except ImportError as e:
+        missing = (e.name or "starlette").split(".")[0]
+        raise UserError(
+            f"`bigloop ui` needs bigloop's 'ui' extra ({missing} is not installed): "
+            "pip install starlette uvicorn"
+        ) from None
+    shown = f"[{host}]" if ":" in host else host
+    report.make_console(stderr=True).print(
+        f"Trace viewer at http://{shown}:{port}/ (Ctrl-C stops it)", soft_wrap=True
+    )
+    serve(trace_db, host=host, port=port)

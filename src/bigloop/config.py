@@ -160,6 +160,21 @@ class LoopConfig(BaseModel):
         except OSError as e:
             raise UserError(f"Cannot write config file {path}: {e.strerror}.") from None
 
+    def with_absolute_paths(self) -> LoopConfig:
+        """This config with `files`, `db` and a .gguf `model` as absolute paths, relative
+        ones taken from the current folder. A run stores its config so; a resume started
+        from another folder then uses the same files."""
+
+        def absolute(path: str | None) -> str | None:
+            return None if path is None else str(Path(path).expanduser().resolve())
+
+        model = self.model
+        if model.endswith(".gguf") and self.base_url is None:
+            model = absolute(model) or model
+        return self.model_copy(
+            update={"files": absolute(self.files), "db": absolute(self.db), "model": model}
+        )
+
     def build_model(self) -> ChatModel:
         """The model `model` and `base_url` name (the embedded one loads on first use).
 

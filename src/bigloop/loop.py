@@ -4,6 +4,9 @@
 selectors, the call checks, the budget), then drives the planner: each `Step` it yields
 is committed to the trace store and handed to `on_step` as it completes, which is also
 the checkpoint `Loop.resume` continues from. `Loop.run_sync` is a thin wrapper.
+The drive always ends a run with a status: an exception from outside bigloop's error
+families (a bug in a model, tool or hook) ends it "failed", with the exception's type,
+message and place as its error, never leaving it "running".
 Planners, call checks and tool selectors are parts (`bigloop.schedule`); the Loop only
 wires them.
 """
@@ -12,16 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
-from bigloop._errors import BudgetExceeded, InputRequired, RunFailure, UserError
+from bigloop._errors import BigloopError, BudgetExceeded, InputRequired, RunFailure, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec
 from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
 from bigloop.registry import Registry, RegistrySearch, find_tools_tool
+from bigloop.schedule.approval import Approver, approve_all
 from bigloop.schedule.auto import AutoPlanner
 from bigloop.schedule.clarify import Clarify
 from bigloop.schedule.context import AskFn, Budget, Planner, ResultHook, RunContext
@@ -33,11 +39,12 @@ from bigloop.schedule.policies import (
     default_answer_checks,
     default_checks,
     default_selectors,
+    with_approval,
 )
 from bigloop.schedule.react import ReactPlanner
 from bigloop.schedule.search import SearchPlanner
 from bigloop.schedule.select import listed_items
-from bigloop.trace.records import RunResult, RunStatus, Step
+from bigloop.trace.records import RunResult, RunStatus, Step, valid_text
 from bigloop.trace.store import TraceStore
 
 OnStep = Callable[[Step], None]
@@ -53,8 +60,10 @@ SWITCHABLE = (
     "listed_items",
     "honour_precision",
     "check_answers",
+    "approve_irreversible",
 )
-"""The default policies `LoopConfig.off` can switch off."""
+"""The default policies `LoopConfig.off` can switch off ("approve_irreversible": every
+irreversible call is then made without asking)."""
 
 
 class Loop:
@@ -85,6 +94,10 @@ class Loop:
         answer_checks: revise the final answer, in order (default: `HonourPrecision`).
         selectors: the tool selectors, in order (default: relevance gate, then BM25 rank
             keeping `top_k`; with a registry, `RegistrySearch`).
+        approve: who approves calls to irreversible tools, `approve(call, spec) -> bool`
+            (sync or async); None denies them. The approval gate ends every list of
+            checks, `checks` included (`with_approval`); `approve_all` switches it off.
+        secrets: values that never reach the trace store (added to its `Redactor`).
     """
 
     def __init__(
@@ -105,6 +118,8 @@ class Loop:
         checks: Sequence[CallCheck] | None = None,
         selectors: Sequence[ToolSelector] | None = None,
         answer_checks: Sequence[AnswerCheck] | None = None,
+        approve: Approver | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         if registry is not None:
             tools = [*tools, *registry.tools_for([c.name for c in registry.cards])]
@@ -115,7 +130,8 @@ class Loop:
         self.model = model
         self.tools = {t.name: t for t in tools}
         self.specs = [
-            ToolSpec(name=t.name, description=t.description, parameters=t.schema) for t in tools
+            ToolSpec(name=t.name, description=t.description, parameters=t.schema, effect=t.effect)
+            for t in tools
         ]
         self.catalog = {s.name: s for s in self.specs}
         self.system = system
@@ -127,6 +143,9 @@ class Loop:
         self.checks = list(checks) if checks is not None else default_checks()
         if clarify is not None:
             self.checks.append(clarify)
+        self.checks = with_approval(self.checks, approve)
+        if store is not None and secrets:
+            store.redactor = store.redactor.adding(secrets)
         if selectors is not None:
             self.selectors = list(selectors)
         elif registry is not None:
@@ -140,14 +159,24 @@ class Loop:
 
     @classmethod
     def from_config(
-        cls, config: LoopConfig, *, store: TraceStore | None = None, ask: AskFn | None = None
+        cls,
+        config: LoopConfig,
+        *,
+        store: TraceStore | None = None,
+        ask: AskFn | None = None,
+        approve: Approver | None = None,
     ) -> Loop:
         """The loop `config` describes: its model, tools, planner, policies and budget.
+
+        Paths in `config` are made absolute first (`LoopConfig.with_absolute_paths`): the
+        config stored with each run then names the same files whatever folder a resume
+        starts in.
 
         Raises:
             UserError: `config.off` names a policy that does not exist, or the model or
                 tools cannot be built.
         """
+        config = config.with_absolute_paths()
         off = set(config.off)
         if unknown := sorted(off - set(SWITCHABLE)):
             raise UserError(
@@ -186,6 +215,7 @@ class Loop:
             selectors=[s for s in default_selectors(config.top_k) if s.name not in off],
             answer_checks=[c for c in default_answer_checks() if c.name not in off],
             ask=ask,
+            approve=approve_all if "approve_irreversible" in off else approve,
         )
 
     async def run(
@@ -226,18 +256,18 @@ class Loop:
             answer: the user's answer, for a run that stopped with "input_required".
 
         Raises:
-            UserError: there is no store, or no such run.
+            UserError: there is no store, no such run, or another process (or another
+                resume in this one) is running it (`TraceStore.claim`).
         """
         if self.store is None:
             raise UserError("Loop.resume needs a TraceStore: pass store=TraceStore().")
         summary = self.store.run(run_id)
+        if summary.status == "ok" or not self.store.claim(summary.run_id):
+            return self._finished(summary.run_id)
         messages = [Message(role="system", content=self.system)] if self.system else []
         ctx = self._context(summary.run_id, summary.task, messages)
         ctx.replay(self.store.steps(summary.run_id))
         ctx.intents = self.store.intents(summary.run_id)
-        if summary.status == "ok":
-            ctx.answer = summary.answer
-            return self._result(ctx, "ok", None)
         if summary.status == "input_required" and answer is not None:
             question = summary.error or ""
             note = f"Answer to the question {question!r}: {answer}"
@@ -254,8 +284,17 @@ class Loop:
                 started_at=time.time(),
             )
             self._record(ctx, step, None)
-        self.store.mark_running(summary.run_id)
         return await self._drive(ctx, on_step)
+
+    def _finished(self, run_id: str) -> RunResult:
+        """A run that already ended with an answer, as stored (resuming it does nothing)."""
+        assert self.store is not None
+        summary = self.store.run(run_id)
+        messages = [Message(role="system", content=self.system)] if self.system else []
+        ctx = self._context(run_id, summary.task, messages)
+        ctx.replay(self.store.steps(run_id))
+        ctx.answer = summary.answer
+        return self._result(ctx, "ok", None)
 
     def as_tool(self, name: str, description: str, *, timeout_s: float = 300.0) -> Tool:
         """This loop as one tool taking a `task`: a sub-loop another loop (or a workflow)
@@ -310,8 +349,9 @@ class Loop:
     async def _drive(self, ctx: RunContext, on_step: OnStep | None) -> RunResult:
         status: RunStatus = "failed"
         error: str | None = None
+        steps = self.planner.steps(ctx)
         try:
-            async for step in self.planner.steps(ctx):
+            async for step in steps:
                 self._record(ctx, step, on_step)
             status = "ok"
         except InputRequired as e:
@@ -320,13 +360,22 @@ class Loop:
             status, error = "budget_exceeded", str(e)
         except RunFailure as e:
             error = str(e)
-        except (asyncio.CancelledError, KeyboardInterrupt):
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             if self.store:
                 self.store.finish_run(ctx.run_id, "interrupted", None, "interrupted")
             raise
+        except Exception as e:  # noqa: BLE001 - the top level: every run ends with a status
+            error = _failure(e)
+        finally:
+            # A planner stopped by a failure to record its step still has calls running.
+            if (close := getattr(steps, "aclose", None)) is not None:
+                await close()
         return self._result(ctx, status, error)
 
     def _record(self, ctx: RunContext, step: Step, on_step: OnStep | None) -> None:
+        # A planner may create a step before an earlier one is recorded (a streamed plan
+        # whose calls finish first): its number is its place in the run, set here.
+        step.index = len(ctx.steps)
         ctx.steps.append(step)
         if self.store:
             self.store.add_step(step)
@@ -361,6 +410,21 @@ class Loop:
             "max_steps": self.budget.max_steps,
             "planner": self.planner.name,
         }
+
+
+def _failure(error: Exception) -> str:
+    """A run's error for an exception that ended it: bigloop's own say what to do; any
+    other (a bug in a model, tool, check or hook) gives its type, message and place."""
+    if isinstance(error, BigloopError):
+        return valid_text(str(error))[:_ERROR_CHARS]
+    text = f"{type(error).__name__}: {error}"
+    if frames := traceback.extract_tb(error.__traceback__):
+        where = frames[-1]
+        text += f" (raised at {Path(where.filename).name}:{where.lineno} in {where.name})"
+    return valid_text(f"The run stopped on an unexpected error: {text}")[:_ERROR_CHARS]
+
+
+_ERROR_CHARS = 2000
 
 
 def _planner(planner: PlannerName | Planner) -> Planner:

@@ -2,7 +2,9 @@
 scoreboard; and `Terminal`, the consoles and live status of one command.
 
 Results go to stdout; live progress, questions and errors go to stderr, so
-`bigloop run --json ... > out.json` stays machine-readable.
+`bigloop run --json ... > out.json` stays machine-readable. Everything shown goes through
+a `Redactor` first (by default: URL credentials, key formats, and the values of secret
+environment variables), so secrets never reach the terminal.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from bigloop.trace.redact import Redactor
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.status import Status
     from rich.table import Table
 
     from bigloop.atoms.card import AtomCard
+    from bigloop.atoms.models.base import ToolCall, ToolSpec
     from bigloop.registry import Hit
     from bigloop.trace.records import RunResult, Step
     from bigloop.trace.store import RunSummary
@@ -37,6 +42,7 @@ class Terminal:
 
     Args:
         json_out: print the result as JSON and nothing else: no live steps, no spinner.
+        redactor: what is hidden from everything shown (default: `Redactor.from_env()`).
 
     Attributes:
         out: where the result goes (stdout).
@@ -44,24 +50,47 @@ class Terminal:
         ask: asks the user at the terminal, pausing the live status meanwhile; None when
             stdin or stderr is not a terminal, so that a run stops with its question
             instead of hanging.
+        approve: shows an irreversible call (tool and arguments) and asks whether to
+            make it (default: no); None when stdin or stderr is not a terminal, so that
+            such calls are denied (`bigloop.schedule.approval`).
     """
 
-    def __init__(self, *, json_out: bool = False) -> None:
+    def __init__(self, *, json_out: bool = False, redactor: Redactor | None = None) -> None:
         self.json_out = json_out
+        self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.out = make_console()
         self.err = make_console(stderr=True)
         self._status: Status | None = None
         interactive = sys.stdin.isatty() and sys.stderr.isatty()
         self.ask: Callable[[str], str] | None = self._prompt if interactive else None
+        self.approve: Callable[[ToolCall, ToolSpec], bool] | None = (
+            self._confirm if interactive else None
+        )
 
     def _prompt(self, question: str) -> str:
         from rich.prompt import Prompt
 
+        with self._paused():
+            return Prompt.ask(f"[bold yellow]?[/] {question}", console=self.err)
+
+    def _confirm(self, call: ToolCall, spec: ToolSpec) -> bool:
+        from rich.prompt import Confirm
+
+        with self._paused():
+            self.err.print(approval_request(call, self.redactor), soft_wrap=True)
+            try:
+                return Confirm.ask("Make this call?", default=False, console=self.err)
+            except EOFError:
+                return False
+
+    @contextmanager
+    def _paused(self) -> Iterator[None]:
+        """The live status stopped while the body runs (a prompt on the terminal)."""
         status = self._status
         if status is not None:
             status.stop()
         try:
-            return Prompt.ask(f"[bold yellow]?[/] {question}", console=self.err)
+            yield
         finally:
             if status is not None:
                 status.start()
@@ -82,13 +111,14 @@ class Terminal:
     def show_step(self, step: Step) -> None:
         """One line per completed step, on stderr (none with `json_out`)."""
         if not self.json_out:
-            self.err.print(step_line(step))
+            self.err.print(step_line(step, self.redactor))
 
     def show_result(self, result: RunResult) -> None:
         """The answer, the question the run stopped on, or why it failed; then a summary.
         With `json_out`, the result as JSON."""
+        result = self.redactor.result(result)
         if self.json_out:
-            print(json.dumps(result_json(result), indent=2, default=str))
+            print(json.dumps(result_json(result, self.redactor), indent=2, default=str))
             return
         if result.answer is not None:
             self.out.print(f"\n[bold green]Answer:[/] {result.answer}")
@@ -112,9 +142,28 @@ def summary_line(result: RunResult) -> str:
     )
 
 
-def step_line(step: Step) -> str:
-    """One step as a line of rich markup: a model turn's calls, a tool's result, a question."""
+def approval_request(call: ToolCall, redactor: Redactor | None = None) -> str:
+    """The exact call an approver is asked about, as rich markup: the tool's name and
+    every argument, in full (secrets redacted)."""
     from rich.markup import escape
+
+    arguments = json.dumps(_redactor(redactor).value(call.arguments), ensure_ascii=False)
+    return (
+        f"[bold red]![/] [bold]{escape(call.name)}[/] cannot be undone. "
+        f"Arguments: {escape(arguments)}"
+    )
+
+
+def _redactor(redactor: Redactor | None) -> Redactor:
+    return redactor if redactor is not None else Redactor.from_env()
+
+
+def step_line(step: Step, redactor: Redactor | None = None) -> str:
+    """One step as a line of rich markup: a model turn's calls, a tool's result, a question
+    (secrets redacted; default `Redactor.from_env()`)."""
+    from rich.markup import escape
+
+    step = _redactor(redactor).step(step)
 
     if step.kind == "model" and isinstance(step.input, dict) and "role" in step.input:
         return (
@@ -138,16 +187,22 @@ def step_line(step: Step) -> str:
     return f"[magenta]{step.index:>3} tool[/]  {step.name} {mark} {output} [dim]{ms:.1f} ms[/]"
 
 
-def print_trace(console: Console, result: RunResult) -> None:
-    """A recorded run: its header, every step, the summary."""
-    console.print(f"[bold]run {result.run_id}[/] · {result.status} · {result.task}")
+def print_trace(console: Console, result: RunResult, redactor: Redactor | None = None) -> None:
+    """A recorded run: its header, every step, the summary (secrets redacted)."""
+    from rich.markup import escape
+
+    redactor = _redactor(redactor)
+    result = redactor.result(result)
+    console.print(f"[bold]run {result.run_id}[/] · {result.status} · {escape(result.task)}")
     for step in result.steps:
-        console.print(step_line(step))
+        console.print(step_line(step, redactor))
     console.print(summary_line(result))
 
 
-def result_json(result: RunResult) -> dict[str, Any]:
-    """A run as JSON-ready data: steps and usage, without the raw messages."""
+def result_json(result: RunResult, redactor: Redactor | None = None) -> dict[str, Any]:
+    """A run as JSON-ready data: steps and usage, without the raw messages (secrets
+    redacted)."""
+    result = _redactor(redactor).result(result)
     data = asdict(result)
     data["usage"]["total_tokens"] = result.usage.total_tokens
     data.pop("messages", None)
@@ -156,10 +211,12 @@ def result_json(result: RunResult) -> dict[str, Any]:
     return data
 
 
-def runs_table(runs: Sequence[RunSummary]) -> Table:
-    """Recorded runs, one row each."""
+def runs_table(runs: Sequence[RunSummary], redactor: Redactor | None = None) -> Table:
+    """Recorded runs, one row each (secrets redacted)."""
+    from rich.markup import escape
     from rich.table import Table
 
+    redactor = _redactor(redactor)
     table = Table("run id", "status", "steps", "tools", "tokens", "seconds", "task")
     for r in runs:
         seconds = f"{r.ended_at - r.started_at:.1f}" if r.ended_at else "-"
@@ -170,7 +227,7 @@ def runs_table(runs: Sequence[RunSummary]) -> Table:
             str(r.tool_calls),
             str(r.prompt_tokens + r.completion_tokens),
             seconds,
-            r.task[:60],
+            escape(redactor.text(r.task)[:60]),
         )
     return table
 

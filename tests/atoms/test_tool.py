@@ -115,7 +115,7 @@ def test_sync_tool_timeout_does_not_wait_for_its_thread() -> None:
             release.set()
 
     asyncio.run(call_then_release())
-    assert finished.is_set()
+    assert finished.wait(timeout=5)
 
 
 def test_results_rendered_and_capped() -> None:

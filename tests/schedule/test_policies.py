@@ -86,6 +86,7 @@ def test_a_check_switched_off_is_not_run() -> None:
         "drop_invented_optionals",
         "reject_copied_examples",
         "faithful_expressions",
+        "approve_irreversible",
     ]
     assert CoerceTypes().name == "coerce_types"
 

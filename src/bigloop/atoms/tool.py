@@ -8,13 +8,18 @@ call; results are rendered to text and capped; every call has a timeout.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import json
+import math
 import re
+import reprlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, overload
+from typing import Any, Literal, get_args, overload
 
 import pydantic
 
@@ -26,6 +31,11 @@ _ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Examples?|Notes?|Attributes):\s*$"
 )
+
+
+Effect = Literal["read", "write", "irreversible"]
+"""What a tool's calls do to the world (`Tool.effect`)."""
+EFFECTS: tuple[Effect, ...] = get_args(Effect)
 
 
 @dataclass(kw_only=True)
@@ -46,6 +56,21 @@ class Tool:
     max_result_chars: int = 4000
     idempotent: bool = True
     inline: bool = False
+    effect: Effect = "read"
+    """What a call does: "read" (nothing), "write" (changes something) or "irreversible"
+    (cannot be undone: a call is made only when approved, see
+    `bigloop.schedule.approval`). An irreversible tool is never idempotent, and a tool
+    that is not idempotent is never "read" (`idempotent=False` alone makes it "write")."""
+
+    def __post_init__(self) -> None:
+        if self.effect not in EFFECTS:
+            raise UserError(
+                f"Tool {self.name!r}: effect {self.effect!r}; use {', '.join(map(repr, EFFECTS))}."
+            )
+        if self.effect == "irreversible":
+            self.idempotent = False
+        elif self.effect == "read" and not self.idempotent:
+            self.effect = "write"
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -104,17 +129,16 @@ class Tool:
             ToolFailure: the tool raised or timed out.
         """
         kwargs = self.validate(arguments)
+        fn = _no_exit(self.fn)
         try:
             if self.inline:
-                result = self.fn(**kwargs)
+                result = fn(**kwargs)
                 if inspect.isawaitable(result):
-                    result = await asyncio.wait_for(result, self.timeout_s)
+                    result = await asyncio.wait_for(_awaited_no_exit(result), self.timeout_s)
             elif inspect.iscoroutinefunction(self.fn):
-                result = await asyncio.wait_for(self.fn(**kwargs), self.timeout_s)
+                result = await asyncio.wait_for(fn(**kwargs), self.timeout_s)
             else:
-                result = await asyncio.wait_for(
-                    asyncio.to_thread(self.fn, **kwargs), self.timeout_s
-                )
+                result = await asyncio.wait_for(_in_daemon_thread(fn, kwargs), self.timeout_s)
         except TimeoutError:
             raise ToolFailure(f"Tool {self.name!r} timed out after {self.timeout_s:g} s.") from None
         except Exception as e:
@@ -131,8 +155,9 @@ def tool(
     description: str | None = None,
     timeout_s: float = 30.0,
     max_result_chars: int = 4000,
-    idempotent: bool = True,
+    idempotent: bool | None = None,
     inline: bool = False,
+    effect: Effect | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -144,8 +169,9 @@ def tool(
     description: str | None = None,
     timeout_s: float = 30.0,
     max_result_chars: int = 4000,
-    idempotent: bool = True,
+    idempotent: bool | None = None,
     inline: bool = False,
+    effect: Effect | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a `Tool`.
 
@@ -155,12 +181,28 @@ def tool(
         timeout_s: seconds a call may take before it fails (and the model is told).
         max_result_chars: longer results are cut, with a note saying how much was cut.
         idempotent: False for tools with side effects; a resumed run never repeats them.
+            Default: True, except for irreversible tools.
         inline: run a sync function directly in the event loop instead of a worker thread;
             faster for quick pure functions, but its timeout cannot be enforced.
+        effect: "read" (the default), "write" (the default when `idempotent=False`), or
+            "irreversible": a call is then made only when approved (`Loop(approve=...)`,
+            the terminal's prompt); a run nobody can be asked in denies it.
 
     Raises:
-        UserError: a parameter has no type hint, or the hints cannot form a schema.
+        UserError: a parameter has no type hint, the hints cannot form a schema, or
+            `effect` contradicts `idempotent` (irreversible and idempotent, or read-only
+            and not idempotent).
     """
+    if effect == "irreversible" and idempotent:
+        raise UserError(
+            "An irreversible tool cannot be idempotent: drop `idempotent=True` or use "
+            'effect="write".'
+        )
+    if effect == "read" and idempotent is False:
+        raise UserError(
+            'A read-only tool is idempotent: use effect="write" for a tool with side effects.'
+        )
+    resolved: Effect = effect or ("read" if idempotent is not False else "write")
 
     def build(f: Callable[..., Any]) -> Tool:
         summary, arg_docs = _parse_docstring(inspect.getdoc(f) or "")
@@ -171,27 +213,170 @@ def tool(
             args_model=_args_model(f, arg_docs),
             timeout_s=timeout_s,
             max_result_chars=max_result_chars,
-            idempotent=idempotent,
+            idempotent=idempotent if idempotent is not None else resolved != "irreversible",
             inline=inline,
+            effect=resolved,
         )
 
     return build(fn) if fn is not None else build
 
 
-def render_result(result: Any, limit: int) -> str:
-    """Text the model sees for a tool result, capped at `limit` characters."""
-    if isinstance(result, str):
-        text = result
-    elif isinstance(result, pydantic.BaseModel):
-        text = result.model_dump_json()
-    else:
+class _ToolExit(Exception):
+    """A tool called sys.exit: an ordinary failure of the call, not the end of the process."""
+
+
+def _no_exit(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with SystemExit turned into `_ToolExit` where it is raised: a SystemExit that
+    reaches an asyncio task stops the event loop, whatever catches it later."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            return await _awaited_no_exit(fn(*args, **kwargs))
+
+        return run_async
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            text = json.dumps(result, default=str, ensure_ascii=False)
-        except (TypeError, ValueError):
-            text = repr(result)
-    if len(text) > limit:
-        text = f"{text[:limit]}… [truncated {len(text) - limit} characters]"
+            return fn(*args, **kwargs)
+        except SystemExit as e:
+            raise _ToolExit(f"SystemExit({e.code!r}): the tool called sys.exit") from None
+
+    return run
+
+
+async def _awaited_no_exit(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except SystemExit as e:
+        raise _ToolExit(f"SystemExit({e.code!r}): the tool called sys.exit") from None
+
+
+def render_result(result: Any, limit: int) -> str:
+    """Text the model sees for a tool result, capped at `limit` characters.
+
+    Bounded: a huge structure is encoded only as far as the cap (and counted a little
+    beyond), an integer too long to print is shown by its magnitude, and text that is not
+    valid UTF-8 (lone surrogates, e.g. from undecodable file names) is escaped.
+    """
+    if isinstance(result, str):
+        text, cut = result[:limit], len(result) - limit
+        note = f"[truncated {cut} characters]"
+    elif isinstance(result, pydantic.BaseModel):
+        return render_result(result.model_dump_json(), limit)
+    else:
+        text, cut, note = _encode_bounded(result, limit)
+    if cut > 0:
+        text = f"{text}… {note}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+_COUNT_BEYOND = 100  # encode at most this many times the cap, to say how much was cut
+_INT_BITS_SHOWN = 14_000  # str() refuses ints over 4,300 digits (about 14,284 bits)
+
+
+def _encode_bounded(result: Any, limit: int) -> tuple[str, int, str]:
+    """`result` as JSON (else its repr) up to `limit` characters; how much was cut, and
+    the note saying so."""
+    if isinstance(shown := _shown_int(result), str):
+        return shown, 0, ""
+    try:
+        return _json_prefix(result, limit)
+    except ValueError:  # an int too long for str inside a structure (or a cycle)
+        pass
+    except (TypeError, RecursionError):
+        text = _bounded_repr(result)
+        return text[:limit], len(text) - limit, f"[truncated {len(text) - limit} characters]"
+    try:
+        return _json_prefix(_without_huge_ints(result), limit)
+    except (TypeError, ValueError, RecursionError):
+        text = _bounded_repr(result)
+        return text[:limit], len(text) - limit, f"[truncated {len(text) - limit} characters]"
+
+
+def _json_prefix(result: Any, limit: int) -> tuple[str, int, str]:
+    encoder = json.JSONEncoder(default=str, ensure_ascii=False)
+    chunks: list[str] = []
+    size = 0
+    for chunk in encoder.iterencode(result):
+        if size < limit:
+            chunks.append(chunk)
+        size += len(chunk)
+        if size > limit * _COUNT_BEYOND:
+            cut = size - limit
+            return "".join(chunks)[:limit], cut, f"[truncated more than {cut} characters]"
+    cut = size - limit
+    return "".join(chunks)[:limit], cut, f"[truncated {cut} characters]"
+
+
+def _without_huge_ints(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_huge_ints(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_huge_ints(v) for v in value]
+    return _shown_int(value)
+
+
+def _shown_int(value: Any) -> Any:
+    """An int too long for `str` as text giving its magnitude; any other value as is."""
+    if type(value) is not int or value.bit_length() < _INT_BITS_SHOWN:
+        return value
+    digits = math.log10(abs(value))
+    exponent = int(digits)
+    sign = "-" if value < 0 else ""
+    return (
+        f"{sign}{10 ** (digits - exponent):.5f}e+{exponent} "
+        f"(an integer of {exponent + 1} digits, too long to show in full)"
+    )
+
+
+def _bounded_repr(value: Any) -> str:
+    shorter = reprlib.Repr()
+    shorter.maxstring = shorter.maxother = shorter.maxlong = 2000
+    try:
+        return shorter.repr(value)
+    except ValueError:  # an int too long for str
+        return f"<{type(value).__name__} too large to show>"
+
+
+async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """`fn(**kwargs)` in a daemon thread, awaited.
+
+    Unlike `asyncio.to_thread`, the thread belongs to no executor: a call that never
+    returns is abandoned at its timeout, and neither `asyncio.run` nor the interpreter
+    waits for it at shutdown.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():  # timed out or cancelled meanwhile
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def work() -> None:
+        try:
+            outcome = (True, context.run(fn, **kwargs))
+        except BaseException as e:  # noqa: BLE001 - the thread's top level: handed to the caller
+            outcome = (False, e)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the event loop closed while the tool was running
+            pass
+
+    threading.Thread(
+        target=work, name=f"bigloop-tool-{getattr(fn, '__name__', 'fn')}", daemon=True
+    ).start()
+    return await future
 
 
 def _args_model(f: Callable[..., Any], arg_docs: dict[str, str]) -> type[pydantic.BaseModel]:

@@ -14,7 +14,9 @@ from bigloop._errors import ModelRetry, ToolFailure, UnknownTool
 from bigloop.atoms.models.base import ToolCall
 from bigloop.atoms.tool import Tool
 
-Outcome = Literal["ok", "unknown_tool", "invalid_arguments", "tool_error", "repeated", "asked"]
+Outcome = Literal[
+    "ok", "unknown_tool", "invalid_arguments", "tool_error", "repeated", "asked", "denied"
+]
 
 
 @dataclass(kw_only=True)

@@ -5,6 +5,10 @@ guess ("receiver_id": "colleague"). `Clarify` is the call check (a policy, see
 `bigloop.schedule.policies`) that decides, per call, whether to ask the user instead: a
 required argument is missing, or (with `ungrounded=True`) its value appears nowhere in the
 task, the earlier turns or the tool results. The decision is traced as an "ask" step.
+
+For a tool that cannot be undone (`Tool.effect == "irreversible"`), only the user's own
+words ground a value: a tool result that names a target ("now delete folder archive") is
+data, not the user's instruction.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
+from bigloop.schedule.approval import irreversible
 from bigloop.schedule.grounding import grounded
 from bigloop.schedule.policies import ACCEPT, Evidence, Verdict, guessable, slip
 
@@ -30,7 +35,8 @@ class Clarify:
     Attributes:
         missing: ask when a required argument is absent.
         ungrounded: act when a required string or number argument's value is mentioned
-            nowhere in the conversation (values from enums and booleans are exempt).
+            nowhere in the conversation (values from enums and booleans are exempt); for an
+            irreversible tool, nowhere in what the user said (tool results left out).
         retry_first: send an ungrounded call back to the model once before asking.
     """
 
@@ -67,6 +73,7 @@ class Clarify:
         if not isinstance(call.arguments, dict):
             return [], []
         props = spec.parameters.get("properties", {})
+        mentions = evidence.user_mentions if irreversible(spec) else evidence.mentions
         missing, ungrounded = [], []
         for name in spec.parameters.get("required", []):
             if name not in call.arguments:
@@ -75,7 +82,7 @@ class Clarify:
                 continue
             value = call.arguments[name]
             if self.ungrounded and guessable(value) and "enum" not in props.get(name, {}):
-                if not evidence.mentions(value):
+                if not mentions(value):
                     ungrounded.append(name)
         return missing, ungrounded
 

@@ -7,7 +7,9 @@ the completed steps, and acts only through these methods:
   the run's usage and cost; `model_step` records it.
 - `call` / `calls`: make tool calls — checked by the loop's policies (adapt, reject, ask),
   identical calls made once, non-idempotent calls never repeated after a crash, results
-  turned into `Step`s.
+  turned into `Step`s, each as soon as its call completes. At most
+  `Budget.max_calls_per_turn` calls of one model turn are made; error text the model is
+  shown is cut at `ERROR_CHARS`.
 - `ask`: put a question to the user.
 - `check_budget`, `count_repair`, `repair`: the run's limits.
 - `finish`: the answer.
@@ -21,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bigloop._errors import BudgetExceeded, InputRequired
+from bigloop._errors import BudgetExceeded, InputRequired, UserError
 from bigloop.atoms.models.base import (
     ChatModel,
     Message,
@@ -38,9 +41,17 @@ from bigloop.atoms.models.base import (
 from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.tool import Tool
 from bigloop.schedule.call import CallResult, Outcome, call_key, call_tool
-from bigloop.schedule.policies import AnswerCheck, CallCheck, Evidence, run_checks
-from bigloop.trace.records import Step, StepKind
+from bigloop.schedule.policies import AnswerCheck, CallCheck, Evidence, check_call
+from bigloop.trace.records import Step, StepKind, valid_text
 from bigloop.trace.store import TraceStore
+
+ERROR_CHARS = 2000
+"""Error text (a tool's exception, a failed check) longer than this is cut before the
+model sees it."""
+_MAX_NESTING = 64
+"""Arguments nested deeper are refused before any check or tool sees them."""
+_MAX_INT_BITS = 14_000
+"""A larger integer argument (about 4,200 digits) cannot even be printed; it is refused."""
 
 AskFn = Callable[[str], "str | Awaitable[str]"]
 """Asks the user a question and returns the answer (sync or async)."""
@@ -74,6 +85,8 @@ class Budget:
         max_step_seconds: wall time of one model turn.
         max_repairs: invalid replies and calls sent back to the model for correction
             (repeated identical calls count too: runaway loops stop here).
+        max_calls_per_turn: calls made from one model turn; the model is told that the
+            rest were not made.
     """
 
     max_steps: int = 8
@@ -82,6 +95,13 @@ class Budget:
     max_cost: float | None = None
     max_step_seconds: float | None = None
     max_repairs: int = 3
+    max_calls_per_turn: int = 16
+
+    def __post_init__(self) -> None:
+        if self.max_calls_per_turn < 1:
+            raise UserError(
+                f"Budget.max_calls_per_turn must be at least 1, not {self.max_calls_per_turn}."
+            )
 
 
 @dataclass(kw_only=True)
@@ -133,13 +153,18 @@ class RunContext:
     done_calls: dict[str, str] = field(default_factory=dict)
     failed_calls: dict[str, str] = field(default_factory=dict)
     _inflight: dict[str, asyncio.Future[CallResult]] = field(default_factory=dict)
+    _not_made: int = 0
+    """Calls the last model turn asked for beyond `max_calls_per_turn`."""
 
     def replay(self, steps: list[Step]) -> None:
         """Rebuild the conversation and the accounting from a run's stored steps (resume):
-        their messages, usage, model turns and completed calls."""
+        their messages (tool results in the order of their calls, as the run showed them
+        to the model), usage, model turns and completed calls."""
         self.steps = list(steps)
         for s in steps:
             if s.message is not None:
+                if s.message.role != "tool":
+                    _replies_in_call_order(self.messages)
                 self.messages.append(s.message)
             self.usage.add(
                 Usage(prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens)
@@ -149,6 +174,7 @@ class RunContext:
             elif s.kind == "tool" and s.error is None and s.message is not None:
                 call = ToolCall(id="", name=s.name, arguments=s.input)
                 self.done_calls[call_key(call)] = s.message.content
+        _replies_in_call_order(self.messages)
 
     # ------------------------------------------------------------------ the answer
 
@@ -157,7 +183,7 @@ class RunContext:
         returns)."""
         for check in self.answer_checks:
             answer = check.revise(self.task, answer)
-        self.answer = answer
+        self.answer = valid_text(answer)
 
     # ------------------------------------------------------------------ budget
 
@@ -179,7 +205,7 @@ class RunContext:
         if self.repairs > self.budget.max_repairs:
             raise BudgetExceeded(
                 f"The model's replies stayed invalid after "
-                f"{self.budget.max_repairs} corrections; last: {problem}"
+                f"{self.budget.max_repairs} corrections; last: {_clip(problem)}"
             )
 
     def count_mistakes(self, n: int) -> None:
@@ -193,6 +219,7 @@ class RunContext:
 
     def repair(self, problem: str) -> None:
         """Count a correction and tell the model `problem` in the conversation."""
+        problem = _clip(problem)
         self.count_repair(problem)
         self.messages.append(Message(role="user", content=problem, name=LOOP_NOTE))
 
@@ -204,14 +231,30 @@ class RunContext:
         settings: ModelSettings | None = None,
         specs: list[ToolSpec] | None = None,
     ) -> ModelResponse:
-        """One model turn within the per-step time limit, counted in usage and cost."""
+        """One model turn within the per-step time limit, counted in usage and cost.
+
+        Calls beyond `Budget.max_calls_per_turn` are dropped from the reply (`calls` tells
+        the model they were not made).
+
+        Raises:
+            UserError: the model returned something other than a `ModelResponse`.
+        """
         turn = self.model.chat(messages, specs or [], settings or self.settings)
         limit = self.budget.max_step_seconds
         try:
             response = await (asyncio.wait_for(turn, limit) if limit else turn)
         except TimeoutError:
             raise BudgetExceeded(f"A model turn took longer than {limit:g} s.") from None
+        if not isinstance(response, ModelResponse):
+            raise UserError(
+                f"Model {self.model.name!r} returned {type(response).__name__} from chat(), "
+                "not a ModelResponse."
+            )
         self._count_turn(response.usage)
+        response.text, response.raw = valid_text(response.text), valid_text(response.raw)
+        cap = self.budget.max_calls_per_turn
+        self._not_made = max(0, len(response.tool_calls) - cap)
+        del response.tool_calls[cap:]
         return response
 
     @property
@@ -258,6 +301,8 @@ class RunContext:
         info: dict[str, Any] = {"messages": len(self.messages) - 1, "tools": len(self.specs)}
         if role:
             info["role"] = role
+        if self._not_made:
+            info["calls_not_made"] = self._not_made
         if response.route is not None:
             info["route"] = response.route
         if response.answered_by:
@@ -282,13 +327,18 @@ class RunContext:
     # ------------------------------------------------------------------ tool calls
 
     def evidence(self) -> Evidence:
-        """What the user and the tools have said so far (for grounding checks)."""
+        """What the user and the tools have said so far (for grounding checks), and
+        apart, what the user said (their turns and answers, not the loop's notes)."""
 
         def texts() -> list[str]:
             said = [m.content for m in self.messages if m.role in ("user", "tool")]
             return said + [str(s.output) for s in self.steps if s.kind == "tool"]
 
-        return Evidence(texts)
+        def user() -> list[str]:
+            said = [m.content for m in self.messages if m.role == "user" and m.name != LOOP_NOTE]
+            return said + [str(s.output) for s in self.steps if s.kind == "ask"]
+
+        return Evidence(texts, user=user)
 
     def writes(self, name: str) -> bool:
         """Whether tool `name` has side effects (is not idempotent)."""
@@ -297,39 +347,79 @@ class RunContext:
 
     async def calls(self, calls: list[ToolCall]) -> AsyncIterator[Step]:
         """Make one model turn's calls concurrently; add each result to the conversation
-        and yield its step, in the calls' order.
+        and yield its step as soon as the call completes, so that a run killed between
+        two completions keeps the first. Once all are done, the results are put in the
+        order of the calls: the model always sees them in the order it asked.
 
         A call that must wait for the user's answer is recorded as an unanswered "ask"
         step; the others complete and are recorded before the run stops to ask. Calls that
         were the model's mistakes are counted as corrections.
         """
-        outcomes: list[CallResult | BaseException]
-        if len(calls) == 1:  # the common case: no task to schedule
-            try:
-                outcomes = [await self.call(calls[0])]
-            except InputRequired as e:
-                outcomes = [e]
-        else:
-            outcomes = await asyncio.gather(*(self.call(c) for c in calls), return_exceptions=True)
-        question = None
+        questions: dict[int, str] = {}
         mistakes = 0
-        for call, outcome in zip(calls, outcomes, strict=True):
-            if isinstance(outcome, InputRequired):
-                question = question or outcome.question
-                output = f"Not called: waiting for the user's answer to: {outcome.question}"
-                self.messages.append(_tool_message(call, output))
-                yield self.tool_step(call, output, None, kind="ask", error="unanswered")
-                continue
-            if isinstance(outcome, BaseException):
-                raise outcome
-            self.messages.append(_tool_message(call, outcome.output))
-            yield self.tool_step(call, outcome.output, outcome)
-            mistakes += outcome.model_mistake
-        if question is not None:
+        async with aclosing(self._outcomes(calls)) as outcomes:
+            async for i, outcome in outcomes:
+                call = calls[i]
+                if isinstance(outcome, InputRequired):
+                    questions[i] = outcome.question
+                    output = f"Not called: waiting for the user's answer to: {outcome.question}"
+                    self.messages.append(_tool_message(call, output))
+                    yield self.tool_step(call, output, None, kind="ask", error="unanswered")
+                    continue
+                self.messages.append(_tool_message(call, outcome.output))
+                yield self.tool_step(call, outcome.output, outcome)
+                mistakes += outcome.model_mistake
+        _replies_in_call_order(self.messages)
+        if self._not_made:
+            made = len(calls)
+            self.messages.append(
+                Message(
+                    role="user",
+                    name=LOOP_NOTE,
+                    content=f"You asked for {made + self._not_made} calls in one turn; only "
+                    f"the first {made} were made (at most {self.budget.max_calls_per_turn} "
+                    "per turn). Ask for the others in your next turn if you still need them.",
+                )
+            )
+            self._not_made = 0
+        if questions:
+            question = questions[min(questions)]
             self.messages.append(Message(role="assistant", content=question))
             raise InputRequired(question)
         if mistakes:
             self.count_mistakes(mistakes)
+
+    async def _outcomes(
+        self, calls: list[ToolCall]
+    ) -> AsyncGenerator[tuple[int, CallResult | InputRequired]]:
+        """Each call's index and outcome as soon as it completes (calls that complete
+        together: in call order). An unexpected error is raised once the others are done."""
+        if len(calls) == 1:  # the common case: no task to schedule
+            yield 0, await self._attempt(calls[0])
+            return
+        index = {asyncio.ensure_future(self._attempt(c)): i for i, c in enumerate(calls)}
+        pending = set(index)
+        failure: BaseException | None = None
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(done, key=index.__getitem__):
+                    if (error := task.exception()) is not None:
+                        failure = failure or error
+                    else:
+                        yield index[task], task.result()
+        finally:  # closed early (the run failed or was cancelled): stop the other calls
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if failure is not None:
+            raise failure
+
+    async def _attempt(self, call: ToolCall) -> CallResult | InputRequired:
+        try:
+            return await self.call(call)
+        except InputRequired as e:
+            return e
 
     def tool_step(
         self,
@@ -368,12 +458,16 @@ class RunContext:
         Raises:
             InputRequired: a check asks the user and there is no way to ask now.
         """
+        if (problem := _unusable(call.arguments)) is not None:
+            output = f"Error: {problem}. Call again with plain values."
+            return _made(call, "invalid_arguments", output)
         spec = self.catalog.get(call.name)
         if spec is not None and self.checks:
-            checked = run_checks(self.checks, call, spec, self.evidence())
+            checked = await check_call(self.checks, call, spec, self.evidence())
             call.arguments = checked.call.arguments
             if checked.problem is not None:
-                return _made(call, "invalid_arguments", "Error: " + checked.problem)
+                outcome: Outcome = "denied" if checked.denied else "invalid_arguments"
+                return _made(call, outcome, _clip("Error: " + checked.problem))
             if checked.question is not None:
                 answer = await self.ask(checked.question)
                 output = (
@@ -413,6 +507,7 @@ class RunContext:
             result = await call_tool(call, self.tools)
         finally:
             del self._inflight[key]
+        result.output = valid_text(result.output if result.ok else _clip(result.output))
         future.set_result(result)
         if result.ok:
             self.done_calls[key] = result.output
@@ -451,3 +546,41 @@ def _made(call: ToolCall, outcome: Outcome, output: str) -> CallResult:
 
 def _tool_message(call: ToolCall, output: str) -> Message:
     return Message(role="tool", content=output, tool_call_id=call.id, name=call.name)
+
+
+def _replies_in_call_order(messages: list[Message]) -> None:
+    """Sort the tool messages that end `messages` into the order of the calls they answer
+    (the assistant message before them): calls complete, and are recorded, in any order."""
+    start = len(messages)
+    while start > 0 and messages[start - 1].role == "tool":
+        start -= 1
+    if start == 0 or not messages[start - 1].tool_calls or start == len(messages):
+        return
+    rank: dict[str, int] = {}
+    for n, c in enumerate(messages[start - 1].tool_calls):
+        rank.setdefault(c.id, n)
+    last = len(rank)
+    messages[start:] = sorted(messages[start:], key=lambda m: rank.get(m.tool_call_id or "", last))
+
+
+def _clip(text: str) -> str:
+    if len(text) <= ERROR_CHARS:
+        return text
+    return f"{text[:ERROR_CHARS]}… [cut {len(text) - ERROR_CHARS} characters]"
+
+
+def _unusable(arguments: Any) -> str | None:
+    """Why a call's arguments cannot be used at all: nesting deeper than any tool takes,
+    or an integer too long to print (None: usable; the tool validates them later)."""
+    stack = [(arguments, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > _MAX_NESTING:
+            return f"the arguments are nested more than {_MAX_NESTING} levels deep"
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
+            return "a number in the arguments has more than 4,000 digits"
+    return None

@@ -5,27 +5,32 @@ Two protocols:
 - `CallCheck` — looks at one call before it is made and returns a `Verdict`: accept it,
   adapt its arguments, reject it (the problem goes back to the model), or ask the user.
   The loop runs its checks in order; an adaptation feeds the next check; the first
-  rejection or question ends the checks.
+  rejection or question ends the checks. A check that must wait (for a person) also has
+  an async `acheck`, which the loop's runner (`check_call`) awaits instead.
 - `ToolSelector` — chooses, from the loop's tools, the ones a task's model turns are
   offered. The loop applies its selectors in order.
 
 The defaults (`default_checks`, `default_selectors`) are today's measured behaviour. Every
 part has a `name`, so a benchmark can switch one off (`LoopConfig.off`) and an optimizer
-can tune it.
+can tune it. One check is a safeguard rather than a heuristic: `ApproveIrreversible`, the
+gate before calls that cannot be undone, is put back by `with_approval` when a list of
+checks leaves it out; switching it off is explicit (`bigloop.schedule.approval`).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
 from bigloop.atoms.builtin.calculator import evaluate
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.schedule.adapt import coerce
+from bigloop.schedule.approval import APPROVAL, Approver, denial, irreversible
 from bigloop.schedule.grounding import grounded, with_normal_forms
 from bigloop.schedule.select import rank_tools, terms, tool_text
 
@@ -54,35 +59,57 @@ NOWHERE = "appears nowhere in the request"
 """How the loop tells the model a value was not in the request (`Clarify`)."""
 
 
+Texts = str | Callable[[], list[str]]
+"""A text, or a function returning the texts to join (built only when read)."""
+
+
 class Evidence:
     """What the conversation has said so far — the task, the user's turns, every tool
     result — as one lower-cased text, built only when a check reads it.
 
     Args:
         source: the text, or a function returning the texts to join.
+        user: what the user said (the task, their turns, their answers), apart from what
+            tools returned: tool results are data, and never speak for the user. Without
+            it, all of `source` counts as the user's.
     """
 
-    def __init__(self, source: str | Callable[[], list[str]]) -> None:
+    def __init__(self, source: Texts, *, user: Texts | None = None) -> None:
         self._source = source
+        self._user = user
 
     @cached_property
     def text(self) -> str:
         """The conversation in lower case, plus the normal forms of the numbers and dates
         it writes ("2,480" also as 2480; `with_normal_forms`)."""
-        source = self._source
-        return with_normal_forms(
-            (source if isinstance(source, str) else "\n".join(source())).lower()
-        )
+        return _lower_text(self._source)
 
     @cached_property
     def said(self) -> str:
         """`text` without the loop's own notes that a value was not in the request (they
         quote the value, and must not ground it)."""
-        return "\n".join(line for line in self.text.splitlines() if NOWHERE not in line)
+        return _without_notes(self.text)
+
+    @cached_property
+    def user_said(self) -> str:
+        """`said`, keeping only the user's own words (no tool results)."""
+        return self.said if self._user is None else _without_notes(_lower_text(self._user))
 
     def mentions(self, value: str | int | float) -> bool:
         """Whether `value`'s words and numbers all occur in the conversation (`grounded`)."""
         return grounded(value, self.said)
+
+    def user_mentions(self, value: str | int | float) -> bool:
+        """Whether the user themselves gave `value` (`mentions`, tool results left out)."""
+        return grounded(value, self.user_said)
+
+
+def _lower_text(source: Texts) -> str:
+    return with_normal_forms((source if isinstance(source, str) else "\n".join(source())).lower())
+
+
+def _without_notes(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if NOWHERE not in line)
 
 
 class CallCheck(Protocol):
@@ -221,6 +248,54 @@ class FaithfulExpressions:
 
 
 @dataclass(kw_only=True)
+class ApproveIrreversible:
+    """Makes a call to an irreversible tool only when `approve` says yes (exactly `True`).
+
+    Without an approver — a run nobody can be asked in — every irreversible call is
+    denied. The denial goes back to the model as the call's result ("denied: needs
+    approval ..."); what the conversation says (a tool result's "call delete_all now")
+    never approves. Runs after the other checks (`with_approval`), so the approver sees
+    the call that would be made. See `bigloop.schedule.approval`.
+
+    Attributes:
+        approve: the approver; a sync one also works in `run_checks`, an async one needs
+            `check_call` (the loop's runner).
+    """
+
+    approve: Approver | None = None
+    name: str = APPROVAL
+
+    def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
+        if not irreversible(spec):
+            return ACCEPT
+        if self.approve is None:
+            return _denied(call, "nobody could be asked to approve it")
+        answer = self.approve(call, spec)
+        if inspect.isawaitable(answer):
+            if inspect.iscoroutine(answer):
+                answer.close()
+            return _denied(call, "its approval could not be awaited")  # see `check_call`
+        return _approved(call, answer)
+
+    async def acheck(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
+        """`check`, awaiting an async approver."""
+        if not irreversible(spec) or self.approve is None:
+            return self.check(call, spec, evidence)
+        answer = self.approve(call, spec)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return _approved(call, answer)
+
+
+def _approved(call: ToolCall, answer: object) -> Verdict:
+    return ACCEPT if answer is True else _denied(call, "its approval was refused")
+
+
+def _denied(call: ToolCall, reason: str) -> Verdict:
+    return Verdict(action="reject", message=denial(call, reason))
+
+
+@dataclass(kw_only=True)
 class RelevanceGate:
     """Offers no tool when the request is clearly about something else.
 
@@ -319,16 +394,38 @@ def default_answer_checks() -> list[AnswerCheck]:
     return [HonourPrecision()]
 
 
-def default_checks(clarify: CallCheck | None = None) -> list[CallCheck]:
+def default_checks(
+    clarify: CallCheck | None = None, approve: Approver | None = None
+) -> list[CallCheck]:
     """Type coercion, invented optionals dropped, copied doc examples and rewritten
-    expressions rejected, then `clarify` when given."""
+    expressions rejected, then `clarify` when given, and last the approval of
+    irreversible calls by `approve` (none: denied)."""
     checks: list[CallCheck] = [
         CoerceTypes(),
         DropInventedOptionals(),
         RejectCopiedExamples(),
         FaithfulExpressions(),
     ]
-    return [*checks, clarify] if clarify is not None else checks
+    if clarify is not None:
+        checks.append(clarify)
+    return [*checks, ApproveIrreversible(approve=approve)]
+
+
+def with_approval(checks: Sequence[CallCheck], approve: Approver | None = None) -> list[CallCheck]:
+    """`checks` with the approval gate last, where it judges the call the other checks
+    leave: the list's own gate (any check named "approve_irreversible"), or a new
+    `ApproveIrreversible` when the list left it out, so that a custom list of checks
+    cannot drop it by accident. `approve` goes to a gate that has no approver of its own;
+    `approve_all` switches the gate off."""
+    others = [c for c in checks if c.name != APPROVAL]
+    gates = [c for c in checks if c.name == APPROVAL] or [ApproveIrreversible()]
+    return [*others, *(_given(gate, approve) for gate in gates)]
+
+
+def _given(gate: CallCheck, approve: Approver | None) -> CallCheck:
+    if approve is None or not isinstance(gate, ApproveIrreversible) or gate.approve is not None:
+        return gate
+    return replace(gate, approve=approve)
 
 
 def default_selectors(top_k: int | None = None) -> list[ToolSelector]:
@@ -345,26 +442,54 @@ class Checked:
     by: list[str] = field(default_factory=list)
     """Names of the checks that adapted, rejected or asked."""
 
+    @property
+    def denied(self) -> bool:
+        """The approval gate refused the call (not the model's mistake: its arguments
+        may be right)."""
+        return self.problem is not None and self.by[-1:] == [APPROVAL]
+
 
 def run_checks(
     checks: Sequence[CallCheck], call: ToolCall, spec: ToolSpec, evidence: Evidence
 ) -> Checked:
-    """Apply `checks` in order to `call`."""
+    """Apply `checks` in order to `call` (an async approver denies: see `check_call`)."""
     out = Checked(call=call)
     for check in checks:
-        verdict = check.check(out.call, spec, evidence)
-        if verdict.action == "accept":
-            continue
-        out.by.append(check.name)
-        if verdict.action == "adapt":
-            out.call = ToolCall(id=call.id, name=call.name, arguments=verdict.arguments)
-        elif verdict.action == "reject":
-            out.problem = verdict.message
-            return out
-        else:
-            out.question = verdict.message
-            return out
+        if _settled(out, check.name, check.check(out.call, spec, evidence)):
+            break
     return out
+
+
+async def check_call(
+    checks: Sequence[CallCheck], call: ToolCall, spec: ToolSpec, evidence: Evidence
+) -> Checked:
+    """`run_checks` for the loop: a check with an async `acheck` (an approval waiting
+    for a person or a service) is awaited."""
+    out = Checked(call=call)
+    for check in checks:
+        acheck = getattr(check, "acheck", None)
+        if acheck is not None:
+            verdict = await acheck(out.call, spec, evidence)
+        else:
+            verdict = check.check(out.call, spec, evidence)
+        if _settled(out, check.name, verdict):
+            break
+    return out
+
+
+def _settled(out: Checked, name: str, verdict: Verdict) -> bool:
+    """Apply one verdict to `out`; whether it ends the checks."""
+    if verdict.action == "accept":
+        return False
+    out.by.append(name)
+    if verdict.action == "adapt":
+        out.call = ToolCall(id=out.call.id, name=out.call.name, arguments=verdict.arguments)
+        return False
+    if verdict.action == "reject":
+        out.problem = verdict.message
+    else:
+        out.question = verdict.message
+    return True
 
 
 _OPERATOR = re.compile(r"[-+*/×÷^]")

@@ -121,14 +121,20 @@ class SearchPlanner:
                         cost = child.f + UNVERIFIED_COST * (1 - score)
                         heapq.heappush(answers, (cost, 1 - score, child.id, child, response.text))
                     continue
+                results: list[Message] = []
                 async for step in ctx.calls(response.tool_calls):
-                    child.messages.append(ctx.messages[-1])
+                    if step.message is not None:
+                        results.append(step.message)
                     output = str(step.output)
                     child.results.append(output)
                     child.g += 1
                     if step.error or is_empty(output):
                         child.h += FAILURE_COST
                     yield step
+                # Calls complete in any order; the conversation lists results in call order.
+                order = {c.id: i for i, c in enumerate(response.tool_calls)}
+                results.sort(key=lambda m: order.get(m.tool_call_id or "", len(order)))
+                child.messages.extend(results)
                 heapq.heappush(frontier, (child.f, child.id, child))
         if not answers:
             raise BudgetExceeded(

@@ -65,6 +65,19 @@ class RunResult:
         return [s for s in self.steps if s.kind == "tool"]
 
 
+def valid_text(text: str) -> str:
+    """`text` with each lone surrogate (e.g. "\\ud800", which models and tools can produce
+    but UTF-8 cannot encode) replaced by U+FFFD; a valid surrogate pair becomes its
+    character. Text that is already valid is returned as is."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def message_to_dict(message: Message) -> dict[str, Any]:
     return asdict(message)
 

@@ -2,13 +2,24 @@
 
 Each step is committed as it completes, so a run killed at any point keeps every step it
 finished. The default file is `traces.db` in the user's data directory ($BIGLOOP_HOME
-overrides the directory).
+overrides the directory). A file the store creates is private to its user (0600; a folder
+it creates, 0700).
+
+The file's layout is versioned (`PRAGMA user_version`, `SCHEMA_VERSION`): an older layout
+is upgraded when the file is opened; a newer one, a file that is not a trace, or a folder
+is refused with the fix. A run is owned by the process running it (`runs.owner`), so two
+processes never resume the same run at once (`TraceStore.claim`).
+
+Text is written as valid UTF-8 (`valid_text`) and a value JSON cannot hold (an integer too
+long to print, nesting past the recursion limit) as a note, so recording a step never
+fails on what a model or a tool produced.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import time
 from collections.abc import Collection, Iterator
@@ -18,17 +29,27 @@ from pathlib import Path
 from typing import Any
 
 from bigloop._errors import UserError
-from bigloop.atoms.models.base import Usage
+from bigloop.atoms.models.base import Message, Usage
 from bigloop.trace.records import (
     RunResult,
     RunStatus,
     Step,
     message_from_dict,
     message_to_dict,
+    valid_text,
 )
+from bigloop.trace.redact import Redactor
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
+SCHEMA_VERSION = 2
+"""The trace file's layout. 1: runs, steps, intents (files written before the layout had a
+version say 0). 2: `runs.owner` and `runs.heartbeat`, who is running a run."""
+
+STALE_SECONDS = 600.0
+"""A run owned by a process on another host whose last step is older than this may be
+taken over (on this host, the owner process is checked directly)."""
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
     task TEXT NOT NULL,
     model TEXT NOT NULL,
@@ -37,9 +58,11 @@ CREATE TABLE IF NOT EXISTS runs (
     answer TEXT,
     error TEXT,
     started_at REAL NOT NULL,
-    ended_at REAL
-);
-CREATE TABLE IF NOT EXISTS steps (
+    ended_at REAL,
+    owner TEXT,
+    heartbeat REAL
+)""",
+    """CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
     idx INTEGER NOT NULL,
     kind TEXT NOT NULL,
@@ -53,14 +76,27 @@ CREATE TABLE IF NOT EXISTS steps (
     message TEXT,
     started_at REAL NOT NULL,
     PRIMARY KEY (run_id, idx)
-);
-CREATE TABLE IF NOT EXISTS intents (
+)""",
+    """CREATE TABLE IF NOT EXISTS intents (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
     call TEXT NOT NULL,
     started_at REAL NOT NULL,
     PRIMARY KEY (run_id, call)
-);
-"""
+)""",
+)
+_ADDED = {"runs": (("owner", "TEXT"), ("heartbeat", "REAL"))}
+"""Columns added since version 1, by table: the upgrade adds them to an older file."""
+_STEP_COLUMNS = (
+    "run_id, idx, kind, name, input, output, error, seconds, prompt_tokens, "
+    "completion_tokens, message, started_at"
+)
+_COLUMNS = {
+    "runs": (
+        "run_id task model config status answer error started_at ended_at owner heartbeat"
+    ).split(),
+    "steps": _STEP_COLUMNS.replace(",", "").split(),
+    "intents": ["run_id", "call", "started_at"],
+}
 
 
 def default_home() -> Path:
@@ -103,22 +139,29 @@ class StepOutcome:
 
 
 class TraceStore:
-    """A SQLite file of runs and steps. Safe to share between loops in one process."""
+    """A SQLite file of runs and steps. Safe to share between loops in one process.
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    Args:
+        redactor: what never reaches the file (default: `Redactor.from_env()`: URL
+            credentials, key formats, secret environment variables). A resumed run sees
+            `[REDACTED]` where a value was redacted.
+
+    Raises:
+        UserError: `path` is a folder, is not a SQLite file, was written by a newer
+            bigloop, or holds tables of something else; or it cannot be created.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.path = Path(path) if path is not None else default_home() / "traces.db"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db = _open(self.path)
 
     def close(self) -> None:
         self._db.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN")
+    def _tx(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
         try:
             yield self._db
         except BaseException:
@@ -127,41 +170,47 @@ class TraceStore:
         self._db.execute("COMMIT")
 
     def start_run(self, run_id: str, task: str, model: str, config: dict[str, Any]) -> None:
+        task, config = self.redactor.text(task), self.redactor.value(config)
+        now, owner = time.time(), _this_process()
         with self._tx() as db:
             db.execute(
-                "INSERT INTO runs (run_id, task, model, config, status, started_at) "
-                "VALUES (?, ?, ?, ?, 'running', ?)",
-                (run_id, task, model, json.dumps(config), time.time()),
+                "INSERT INTO runs (run_id, task, model, config, status, started_at, owner, "
+                "heartbeat) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
+                (run_id, valid_text(task), valid_text(model), _dump(config), now, owner, now),
             )
 
     def add_step(self, step: Step) -> None:
+        step = self.redactor.step(step)
         with self._tx() as db:
             db.execute(
-                "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     step.run_id,
                     step.index,
                     step.kind,
-                    step.name,
+                    valid_text(step.name),
                     _dump(step.input),
                     _dump(step.output),
-                    step.error,
+                    _text(step.error),
                     step.seconds,
                     step.prompt_tokens,
                     step.completion_tokens,
-                    _dump(message_to_dict(step.message)) if step.message else None,
+                    _dump_message(step.message) if step.message else None,
                     step.started_at,
                 ),
             )
+            db.execute("UPDATE runs SET heartbeat = ? WHERE run_id = ?", (time.time(), step.run_id))
 
     def add_intent(self, run_id: str, call: str) -> None:
         """Record, before it starts, a call that must not run twice (a non-idempotent tool).
 
         A resume finds the intent without a completed step and does not call again.
         """
+        call = self.redactor.text(call)
         with self._tx() as db:
             db.execute(
-                "INSERT OR IGNORE INTO intents VALUES (?, ?, ?)", (run_id, call, time.time())
+                "INSERT OR IGNORE INTO intents VALUES (?, ?, ?)",
+                (run_id, valid_text(call), time.time()),
             )
 
     def intents(self, run_id: str) -> set[str]:
@@ -171,17 +220,49 @@ class TraceStore:
     def finish_run(
         self, run_id: str, status: RunStatus, answer: str | None, error: str | None
     ) -> None:
+        answer = None if answer is None else self.redactor.text(answer)
+        error = None if error is None else self.redactor.text(error)
         with self._tx() as db:
             db.execute(
                 "UPDATE runs SET status = ?, answer = ?, error = ?, ended_at = ? WHERE run_id = ?",
-                (status, answer, error, time.time(), run_id),
+                (status, _text(answer), _text(error), time.time(), run_id),
             )
 
-    def mark_running(self, run_id: str) -> None:
-        with self._tx() as db:
+    def claim(self, run_id: str) -> bool:
+        """Take run `run_id` over to resume it: mark it running, owned by this process.
+
+        Atomic across processes: of two resumes of one run, the second is refused. A run
+        whose owner is gone (killed, crashed) is taken over. Returns False, claiming
+        nothing, for a run that has ended with an answer.
+
+        Raises:
+            UserError: no such run, or another process (or another resume in this one)
+                is running it; the message names the process.
+        """
+        now = time.time()
+        with self._tx(immediate=True) as db:
+            row = db.execute(
+                "SELECT status, owner, heartbeat FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise UserError(f"No run matches id {run_id!r}; see `bigloop trace list`.")
+            status, owner, heartbeat = row
+            if status == "ok":
+                return False
+            if status == "running" and _alive(owner, heartbeat):
+                host, pid, _ = _owner_parts(owner)
+                ago = f"{now - heartbeat:.0f} s ago" if heartbeat else "at an unknown time"
+                raise UserError(
+                    f"Run {run_id} is being resumed (or run) by pid {pid} on {host}, which "
+                    f"last recorded a step {ago}; wait for it to end, or stop that process "
+                    "and resume again."
+                )
             db.execute(
-                "UPDATE runs SET status = 'running', ended_at = NULL WHERE run_id = ?", (run_id,)
+                "UPDATE runs SET status = 'running', ended_at = NULL, owner = ?, heartbeat = ? "
+                "WHERE run_id = ?",
+                (_this_process(), now, run_id),
             )
+        return True
 
     def steps(self, run_id: str) -> list[Step]:
         rows = self._db.execute(
@@ -293,8 +374,176 @@ class TraceStore:
         )
 
 
+def _open(path: Path) -> sqlite3.Connection:
+    """A connection to the trace file at `path` (created private if new), its layout
+    checked and upgraded to `SCHEMA_VERSION`."""
+    if path.is_dir():
+        raise UserError(
+            f"The trace DB {path} is a folder; pass a file, e.g. --trace-db {path / 'traces.db'}."
+        )
+    try:
+        _create_private(path)
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
+    except (OSError, sqlite3.Error) as e:
+        why = e.strerror if isinstance(e, OSError) else str(e)
+        raise UserError(f"Cannot create or open the trace DB {path}: {why}.") from None
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        _upgrade(db, path)
+    except sqlite3.DatabaseError as e:
+        db.close()
+        raise UserError(
+            f"{path} is not a trace DB that can be read ({e}). Pass another --trace-db, or "
+            "move this file away and bigloop starts a new one."
+        ) from None
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _create_private(path: Path) -> None:
+    """Create an empty file at `path` readable by its user only (its folder too, if new)."""
+    if path.exists() or str(path) == ":memory:":
+        return
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:  # another process created it first
+        pass
+
+
+def _upgrade(db: sqlite3.Connection, path: Path) -> None:
+    """Create the tables of a new file, upgrade an older layout, refuse a newer one."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise UserError(
+            f"The trace DB {path} was written by a newer bigloop (layout version {version}; "
+            f"this one reads up to {SCHEMA_VERSION}). Upgrade bigloop "
+            "(pip install -U bigloop), or pass another --trace-db."
+        )
+    if version < SCHEMA_VERSION:
+        db.execute("BEGIN IMMEDIATE")  # one process upgrades; the others wait, then see it done
+        try:
+            if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                _create_tables(db, path)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    for table, wanted in _COLUMNS.items():
+        have = _columns(db, table)
+        if missing := [c for c in wanted if c not in have]:
+            raise UserError(
+                f"The trace DB {path} has no column(s) {missing} in its {table} table: it was "
+                "not written by bigloop, or was changed by hand. Pass another --trace-db."
+            )
+
+
+def _create_tables(db: sqlite3.Connection, path: Path) -> None:
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if tables and "runs" not in tables:
+        raise UserError(
+            f"{path} is a SQLite file of something else (tables {sorted(tables)}), not a "
+            "bigloop trace; pass another --trace-db."
+        )
+    for statement in _TABLES:  # not executescript: it would commit the transaction
+        db.execute(statement)
+    for table, added in _ADDED.items():
+        have = _columns(db, table)
+        for column, kind in added:
+            if column not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _this_process() -> str:
+    """Who owns the runs this process runs: host, pid and the pid's start time (so a
+    reused pid is not mistaken for the owner). Read each time: a forked child is another
+    owner."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}/{pid}/{_started(pid) or ''}"
+
+
+def _owner_parts(owner: str) -> tuple[str, int, str]:
+    host, pid, started = owner.rsplit("/", 2)
+    return host, int(pid), started
+
+
+def _alive(owner: str | None, heartbeat: float | None) -> bool:
+    """Whether the process that owns a running run may still be running it."""
+    if not owner:  # recorded before runs had owners: nothing says it is alive
+        return False
+    host, pid, started = _owner_parts(owner)
+    if host != socket.gethostname() or os.name == "nt":  # cannot look at that process
+        return heartbeat is not None and time.time() - heartbeat < STALE_SECONDS
+    now = _started(pid)
+    return now is not None and (now == started or not started)
+
+
+def _started(pid: int) -> str | None:
+    """When process `pid` started ("" when this system does not say), or None when there
+    is no such live process (a zombie counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None if Path("/proc/self/stat").exists() else _exists(pid)
+    except OSError:
+        return ""
+    fields = stat.rpartition(")")[2].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _exists(pid: int) -> str | None:
+    """Without /proc (macOS): "" when process `pid` exists, else None."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # it exists, owned by someone else
+        return ""
+    return ""
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else valid_text(value)
+
+
 def _dump(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, default=str, ensure_ascii=False)
+    """`value` as JSON text for a column; a note in its place when JSON cannot hold it."""
+    if value is None:
+        return None
+    try:
+        text = json.dumps(value, default=str, ensure_ascii=False)
+    except (ValueError, RecursionError, TypeError) as e:
+        text = json.dumps(f"(a {type(value).__name__} that cannot be stored: {e})"[:500])
+    return valid_text(text)
+
+
+def _dump_message(message: Message) -> str:
+    """A step's message as JSON. A call whose arguments JSON cannot hold keeps its id and
+    name, with a note for arguments (a resume then shows the model that the call failed)."""
+    try:
+        return valid_text(json.dumps(message_to_dict(message), default=str, ensure_ascii=False))
+    except (ValueError, RecursionError, TypeError):
+        calls = [
+            {"id": c.id, "name": c.name, "arguments": "(arguments that cannot be stored)"}
+            for c in message.tool_calls
+        ]
+        data = {
+            "role": message.role,
+            "content": message.content,
+            "tool_calls": calls,
+            "tool_call_id": message.tool_call_id,
+            "name": message.name,
+        }
+        return valid_text(json.dumps(data, ensure_ascii=False))
 
 
 def _load(text: str | None) -> Any:

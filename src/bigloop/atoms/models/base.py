@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from bigloop.atoms.card import AtomCard
 
 Role = Literal["system", "user", "assistant", "tool"]
+Effect = Literal["read", "write", "irreversible"]
 
 
 @dataclass(kw_only=True)
@@ -17,6 +18,9 @@ class ToolSpec:
     name: str
     description: str = ""
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    effect: Effect = "read"
+    """What its calls do (`Tool.effect`); not shown to the model. An irreversible call
+    needs approval (`bigloop.schedule.approval`)."""
 
     def to_openai(self) -> dict[str, Any]:
         return {

@@ -3,6 +3,11 @@
 Small local models write calls as bare JSON, fenced JSON, `<tool_call>` blocks, or a list
 of calls; they sometimes add prose around them. This module finds every call it can and
 reports, in words the model can act on, what it could not read.
+
+Any text is read without raising and in time linear in its length: JSON nested past the
+recursion limit, integers too long to convert, and unclosed fences or tags over long runs
+of whitespace (once quadratic in the regular expressions) are unreadable replies, not
+crashes.
 """
 
 from __future__ import annotations
@@ -13,11 +18,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from bigloop._errors import UserError
 from bigloop.atoms.models.base import ModelResponse, ToolCall
 
-_FENCE = re.compile(r"```(?:json|python|tool_call)?\s*(.*?)```", re.DOTALL)
-_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+# No `\s*` around the lazy group: with one, an unclosed fence or tag followed by a long run
+# of whitespace made matching quadratic (seconds for 20k spaces). Chunks are stripped instead.
+_FENCE = re.compile(r"```(?:json|python|tool_call)?(.*?)```", re.DOTALL)
+_TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _DECODER = json.JSONDecoder()
+_SCAN_LIMIT = 200_000
+"""Longer chunks that are not JSON as a whole are not searched for embedded JSON values."""
+_MAX_ATTEMPTS = 100
+"""Failed attempts at a JSON value inside a chunk before giving up on it (each costs time
+linear in the chunk: the decoder's error counts lines up to where it failed)."""
+_MAX_DEPTH = 32
+"""Deeper lists and objects are not searched for calls."""
 
 
 @dataclass(kw_only=True)
@@ -31,8 +46,8 @@ def parse_reply(raw: str) -> ParsedReply:
     """Split a model's raw output into tool calls, or a final answer, or an error."""
     text = raw.strip()
     chunks = (
-        [m.group(1) for m in _TAGGED.finditer(text)]
-        or [m.group(1) for m in _FENCE.finditer(text)]
+        [m.group(1).strip() for m in _TAGGED.finditer(text)]
+        or [m.group(1).strip() for m in _FENCE.finditer(text)]
         or [text]
     )
     values: list[Any] = []
@@ -65,15 +80,23 @@ def _json_values(chunk: str) -> tuple[list[Any], str | None]:
         return [json.loads(chunk)], None
     except json.JSONDecodeError as e:
         first_error: str | None = f"{e.msg} at character {e.pos}"
+    except (ValueError, RecursionError) as e:
+        return [], _unreadable(e)
+    if len(chunk) > _SCAN_LIMIT:
+        return [], first_error
     values: list[Any] = []
+    failures = 0
     i = 0
-    while i < len(chunk):
+    while i < len(chunk) and failures < _MAX_ATTEMPTS:
         if chunk[i] in "{[":
             try:
                 value, end = _DECODER.raw_decode(chunk, i)
             except json.JSONDecodeError:
+                failures += 1
                 i += 1
                 continue
+            except (ValueError, RecursionError) as e:
+                return values, (None if values else _unreadable(e))
             values.append(value)
             i = end
         else:
@@ -81,34 +104,60 @@ def _json_values(chunk: str) -> tuple[list[Any], str | None]:
     return values, (None if values else first_error)
 
 
-def _interpret(value: Any) -> tuple[list[tuple[str, Any]], str | None]:
+def _unreadable(error: ValueError | RecursionError) -> str:
+    """Why JSON that the decoder gave up on cannot be read (too deep, a number too long)."""
+    if isinstance(error, RecursionError):
+        return "it is nested too deeply"
+    return "a number in it has too many digits" if "digits" in str(error) else str(error)[:200]
+
+
+def _interpret(value: Any, depth: int = 0) -> tuple[list[tuple[str, Any]], str | None]:
+    if depth > _MAX_DEPTH:
+        return [], None
     if isinstance(value, list):
-        calls = [c for item in value for c in _interpret(item)[0]]
+        calls = [c for item in value for c in _interpret(item, depth + 1)[0]]
         return calls, None
     if not isinstance(value, dict):
         return [], None
     for key in ("tool_calls", "calls", "function_calls"):
         if isinstance(value.get(key), list):
-            return [c for item in value[key] for c in _interpret(item)[0]], None
+            return [c for item in value[key] for c in _interpret(item, depth + 1)[0]], None
     if isinstance(value.get("function"), dict):
-        return _interpret(value["function"])
+        return _interpret(value["function"], depth + 1)
     name = value.get("name")
     if isinstance(name, str) and name:
         args = value.get("arguments", value.get("parameters", value.get("args", {})))
         if isinstance(args, str):
             try:
                 args = json.loads(args)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON: the tool's validation says so
                 pass
         return [(name, args)], None
     answer = value.get("answer", value.get("final_answer"))
     if answer is not None:
-        return [], answer if isinstance(answer, str) else json.dumps(answer)
+        return [], answer if isinstance(answer, str) else _json_text(answer)
     return [], None
 
 
+def _json_text(value: Any) -> str:
+    """`value` as JSON text, or a note when it cannot be written (too deep, a huge int)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, RecursionError) as e:
+        return f"(an answer that cannot be shown: {_unreadable(e)})"
+
+
 def to_response(raw: str, ids: itertools.count[int]) -> ModelResponse:
-    """A `ModelResponse` from a model's raw text, via `parse_reply`."""
+    """A `ModelResponse` from a model's raw text, via `parse_reply`.
+
+    Raises:
+        UserError: `raw` is not text (e.g. a `FunctionModel` function returned None).
+    """
+    if not isinstance(raw, str):
+        raise UserError(
+            f"A model's reply must be text or a ModelResponse, not {type(raw).__name__}; "
+            "check what the model's function returns."
+        )
     parsed = parse_reply(raw)
     return ModelResponse(
         text=parsed.text,

@@ -1,0 +1,230 @@
+"""The sandboxed child's first code: limits and an audit hook, then the model's code.
+
+Run as `python -I -B _sandbox_child.py CPU_S MEMORY_BYTES FILE_BYTES` in the working
+folder, with the code on stdin; it imports nothing of bigloop. Kernel limits (rlimits)
+bound CPU time, memory, file size and open files; the audit hook refuses, with a message
+naming the rule, what rlimits cannot express: writing outside the working folder,
+sockets, starting processes, ctypes, raising the limits. The hook keeps its own copies of
+what it uses, so ordinary monkeypatching (of `os.path`, of builtins) does not disarm it,
+but an audit hook is no security boundary against code crafted to escape it (PEP 578):
+`python_sandbox` adds a network namespace and an unprivileged user when it can.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import posix
+import resource
+import sys
+import traceback
+import types
+from collections.abc import Callable
+from stat import S_ISDIR, S_ISLNK
+from typing import Any
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_NO_PROCESSES = "starting processes is not allowed"
+_NO_NETWORK = "network access is not allowed"
+_NO_CTYPES = "ctypes is not allowed"
+_NO_INTROSPECTION = "inspecting the interpreter is not allowed"
+_REFUSED = types.MappingProxyType(
+    {
+        "os.exec": _NO_PROCESSES,
+        "os.fork": _NO_PROCESSES,
+        "os.forkpty": _NO_PROCESSES,
+        "os.posix_spawn": _NO_PROCESSES,
+        "os.spawn": _NO_PROCESSES,
+        "os.system": _NO_PROCESSES,
+        "subprocess.Popen": _NO_PROCESSES,
+        "os.kill": "signalling other processes is not allowed",
+        "os.killpg": "signalling other processes is not allowed",
+        "socket.__new__": _NO_NETWORK,
+        "socket.connect": _NO_NETWORK,
+        "socket.bind": _NO_NETWORK,
+        "socket.getaddrinfo": _NO_NETWORK,
+        "socket.sethostname": _NO_NETWORK,
+        "ctypes.dlopen": _NO_CTYPES,
+        "ctypes.dlsym": _NO_CTYPES,
+        "ctypes.cdata": _NO_CTYPES,
+        "ctypes.call_function": _NO_CTYPES,
+        "resource.setrlimit": "changing the limits is not allowed",
+        "resource.prlimit": "changing the limits is not allowed",
+        "gc.get_objects": _NO_INTROSPECTION,
+        "gc.get_referrers": _NO_INTROSPECTION,
+        "gc.get_referents": _NO_INTROSPECTION,
+        "sys._current_frames": _NO_INTROSPECTION,
+        "object.__setattr__": _NO_INTROSPECTION,
+    }
+)
+_GUARDED_ATTRIBUTES = frozenset({"__code__"})  # (namedtuple sets __defaults__)
+_REFUSED_MODULES = frozenset({"ctypes", "_ctypes", "_posixsubprocess", "_xxsubinterpreters"})
+# event: (positions of the paths it changes, position of their dir_fd or -1)
+_WRITES = types.MappingProxyType(
+    {
+        "os.remove": ((0,), 1),
+        "os.rmdir": ((0,), 1),
+        "os.mkdir": ((0,), 2),
+        "os.rename": ((0, 1), 2),
+        "os.link": ((0, 1), 2),
+        "os.symlink": ((1,), 2),
+        "os.chmod": ((0,), 2),
+        "os.chown": ((0,), 3),
+        "os.truncate": ((0,), -1),
+        "os.utime": ((0,), 3),
+        "os.setxattr": ((0,), -1),
+        "os.removexattr": ((0,), -1),
+        "shutil.rmtree": ((0,), 1),
+    }
+)
+
+
+def _make_inside(work: str) -> Callable[..., bool]:
+    """`inside(path, dir_fd)`: whether `path`, symlinks resolved, lies in `work`.
+    Built from the C functions themselves, so patching `os` cannot change its answer."""
+    lstat, readlink, getcwd, fspath = posix.lstat, posix.readlink, posix.getcwd, posix.fspath
+    is_link, str_, int_, bytes_, os_error = S_ISLNK, str, int, bytes, OSError
+    isinstance_, devnull, prefix = isinstance, os.devnull, work + "/"
+
+    def resolve(path: str, depth: int) -> str:
+        resolved = ""
+        for part in path.split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                resolved = resolved.rpartition("/")[0]
+                continue
+            candidate = resolved + "/" + part
+            try:
+                link = is_link(lstat(candidate).st_mode)
+            except os_error:
+                link = False
+            if link and depth < 40:
+                target = readlink(candidate)
+                start = "" if target.startswith("/") else resolved
+                resolved = resolve(start + "/" + target, depth + 1)
+            else:
+                resolved = candidate
+        return resolved or "/"
+
+    def inside(path: Any, dir_fd: Any = -1) -> bool:
+        if isinstance_(path, int_):  # an open descriptor: checked when it was opened
+            return True
+        path = fspath(path)
+        if isinstance_(path, bytes_):
+            path = str_(path, "utf-8", "surrogateescape")
+        if path == devnull:
+            return True
+        if not path.startswith("/"):
+            folder = getcwd()
+            if isinstance_(dir_fd, int_) and dir_fd >= 0:
+                folder = readlink(f"/proc/self/fd/{dir_fd}")
+            path = folder + "/" + path
+        real = resolve(path, 0)
+        return real == work or real.startswith(prefix)
+
+    return inside
+
+
+def _make_hook(work: str) -> Callable[[str, tuple[Any, ...]], None]:
+    inside, refused, refused_modules, writes = (
+        _make_inside(work),
+        _REFUSED,
+        _REFUSED_MODULES,
+        _WRITES,
+    )
+    write_flags, getpid, denied, len_, any_ = _WRITE_FLAGS, posix.getpid, PermissionError, len, any
+    stat, is_dir, no_module, os_error = posix.stat, S_ISDIR, ImportError, OSError
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event in refused:
+            if event in ("os.kill", "os.killpg") and args[0] == getpid():
+                return
+            if event == "object.__setattr__" and args[1] not in _GUARDED_ATTRIBUTES:
+                return
+            raise denied(f"sandbox: {refused[event]} ({event}).")
+        if event == "import" and args[0].partition(".")[0] in refused_modules:
+            # ImportError: libraries that can do without the module (numpy without ctypes) do
+            raise no_module(f"sandbox: importing {args[0]} is not allowed.")
+        if event == "open":
+            path, mode, flags = args
+            writing = (mode is not None and any_(c in mode for c in "wax+")) or (
+                flags & write_flags
+            )
+            if writing and not inside(path):
+                raise denied(
+                    f"sandbox: writing outside the working folder is not allowed ({path!r}); "
+                    f"write to relative paths."
+                )
+            # A folder's descriptor would let os.open(..., dir_fd=) write beneath it, and
+            # the "open" event does not carry dir_fd.
+            if not writing and not inside(path):
+                try:
+                    folder = is_dir(stat(path).st_mode)
+                except os_error:
+                    folder = False
+                if folder:
+                    raise denied(
+                        f"sandbox: opening a folder outside the working folder is not "
+                        f"allowed ({path!r})."
+                    )
+        elif event in writes:
+            paths, fd_at = writes[event]
+            dir_fd = args[fd_at] if 0 <= fd_at < len_(args) else -1
+            for at in paths:
+                if not inside(args[at], dir_fd):
+                    raise denied(
+                        f"sandbox: changing files outside the working folder is not allowed "
+                        f"({event} {args[at]!r})."
+                    )
+
+    return hook
+
+
+def _guard_unaudited(work: str) -> None:
+    """os.mkfifo and os.mknod raise no audit event: wrap them."""
+    for name in ("mkfifo", "mknod"):
+        original, inside = getattr(posix, name), _make_inside(work)
+
+        def guarded(
+            path: Any, *args: Any, _original: Any = original, _inside: Any = inside, **kwargs: Any
+        ) -> Any:
+            if not _inside(path, kwargs.get("dir_fd", -1)):
+                raise PermissionError("sandbox: creating files outside the working folder.")
+            return _original(path, *args, **kwargs)
+
+        setattr(posix, name, guarded)
+        setattr(os, name, guarded)
+
+
+def _main() -> None:
+    cpu_s, memory, file_bytes = (int(a) for a in sys.argv[1:4])
+    work = os.path.realpath(os.getcwd())
+    code = sys.stdin.read()
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+    for limit, soft, hard in (
+        (resource.RLIMIT_CPU, cpu_s, cpu_s + 1),  # SIGXCPU at the soft limit, SIGKILL at hard
+        (resource.RLIMIT_AS, memory, memory),
+        (resource.RLIMIT_FSIZE, file_bytes, file_bytes),
+        (resource.RLIMIT_NPROC, 0, 0),  # no new process or thread (root is exempt)
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_NOFILE, 64, 64),
+    ):
+        resource.setrlimit(limit, (soft, hard))
+    _guard_unaudited(work)
+    sys.addaudithook(_make_hook(work))
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(code, "<code>", "exec"), main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - the child's top level: shown, without this frame
+        traceback.print_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    _main()

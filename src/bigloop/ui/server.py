@@ -1,0 +1,180 @@
+"""The trace viewer's web server: a small JSON API over a `TraceStore` and the static
+front end that renders it (`static/`: one HTML page, one script, one style sheet; no
+build step).
+
+API (all GET, JSON):
+
+- `/api/runs?limit=N`: the most recent runs, newest first.
+- `/api/runs/{run_id}?since=N`: one run (a unique prefix of its id works), its steps from
+  index N on, and its plan graph. A page showing a run in progress polls this every
+  second with `since` = the number of steps it has.
+- `/api/runs/{run_id}/steps/{index}/conversation`: the conversation before that step.
+
+The server answers on loopback by default and only to requests addressed to the host it
+listens on (a web page elsewhere cannot read the traces through DNS rebinding); every
+page is served with a content security policy that allows only its own script.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bigloop._errors import UserError
+from bigloop.trace.store import TraceStore
+from bigloop.ui.views import conversation_view, plan_view, run_view, steps_view
+
+STATIC = Path(__file__).parent / "static"
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        b"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class _SecurityHeaders:
+    """Adds the content security policy and friends to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
+
+
+def create_app(store: TraceStore, *, allowed_hosts: Sequence[str] = LOOPBACK) -> Starlette:
+    """The viewer for the runs in `store`.
+
+    Args:
+        allowed_hosts: host names requests may be addressed to ("*" for any).
+    """
+    lock = threading.Lock()
+
+    def read(fn: Callable[[], Any]) -> Any:
+        # One SQLite connection shared by the worker threads of sync endpoints.
+        with lock:
+            return fn()
+
+    def runs(request: Request) -> Response:
+        limit = _int(request.query_params.get("limit"), 200)
+        summaries = read(lambda: store.runs(limit))
+        return JSONResponse({"runs": [run_view(s) for s in summaries]})
+
+    def run(request: Request) -> Response:
+        since = _int(request.query_params.get("since"), 0)
+        try:
+            summary, steps = read(lambda: _run_and_steps(store, request.path_params["run_id"]))
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=404)
+        return JSONResponse(
+            {
+                "run": run_view(summary),
+                "since": since,
+                "steps": [v for v in steps_view(steps, summary.started_at) if v["index"] >= since],
+                "plan": plan_view(steps),
+            }
+        )
+
+    def conversation(request: Request) -> Response:
+        try:
+            summary, steps = read(lambda: _run_and_steps(store, request.path_params["run_id"]))
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=404)
+        before = request.path_params["index"]
+        return JSONResponse({"messages": conversation_view(summary.task, steps, before)})
+
+    def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html")
+
+    routes = [
+        Route("/", index),
+        Route("/api/runs", runs),
+        Route("/api/runs/{run_id}", run),
+        Route("/api/runs/{run_id}/steps/{index:int}/conversation", conversation),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    middleware = [
+        Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
+        Middleware(_SecurityHeaders),
+    ]
+    return Starlette(routes=routes, middleware=middleware)
+
+
+def _run_and_steps(store: TraceStore, run_id: str) -> tuple[Any, Any]:
+    summary = store.run(run_id)
+    return summary, store.steps(summary.run_id)
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return max(0, int(text)) if text is not None else default
+    except ValueError:
+        return default
+
+
+def allowed_hosts_for(host: str) -> list[str]:
+    """The host names a server listening on `host` answers to: loopback names, `host`
+    itself, and any name when it listens on every interface."""
+    if host in ("0.0.0.0", "::", ""):
+        return ["*"]
+    return [*LOOPBACK, host]
+
+
+def serve(trace_db: Path | None = None, *, host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Serve the viewer of the runs in `trace_db` (default: the user's trace store) until
+    interrupted."""
+    app = create_app(TraceStore(trace_db), allowed_hosts=allowed_hosts_for(host))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@contextmanager
+def running(store: TraceStore, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Serve the viewer of `store` in a background thread; yields its base URL.
+
+    `port=0` takes a free port. For tests and benchmarks.
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.bind((host, port))
+    app = create_app(store, allowed_hosts=allowed_hosts_for(host))
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="none")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the trace viewer did not start")
+            time.sleep(0.01)
+        bound = sock.getsockname()[1]
+        yield f"http://[{host}]:{bound}" if ":" in host else f"http://{host}:{bound}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
