@@ -32,6 +32,7 @@ from bigloop.schedule.auto import AutoPlanner
 from bigloop.schedule.clarify import Clarify
 from bigloop.schedule.context import AskFn, Budget, Planner, ResultHook, RunContext
 from bigloop.schedule.graph import GraphPlanner
+from bigloop.schedule.more_calls import MoreCalls
 from bigloop.schedule.policies import (
     AnswerCheck,
     CallCheck,
@@ -60,6 +61,7 @@ SWITCHABLE = (
     "listed_items",
     "honour_precision",
     "check_answers",
+    "more_calls",
     "approve_irreversible",
 )
 """The default policies `LoopConfig.off` can switch off ("approve_irreversible": every
@@ -186,7 +188,10 @@ class Loop:
         if config.clarify != "off" and "clarify" not in off:
             clarify = Clarify(ungrounded=config.clarify == "ungrounded")
         items = None if "listed_items" in off else listed_items
-        react = ReactPlanner(check_answers="check_answers" not in off)
+        react = ReactPlanner(
+            check_answers="check_answers" not in off,
+            more_calls=None if "more_calls" in off else MoreCalls(),
+        )
         planners: dict[str, Planner] = {
             "react": react,
             "graph": GraphPlanner(items=items),
@@ -204,6 +209,7 @@ class Loop:
                 max_tokens=config.max_tokens,
                 max_cost=config.max_cost,
                 max_step_seconds=config.max_step_seconds,
+                max_calls_per_turn=config.max_calls_per_turn,
             ),
             settings=ModelSettings(
                 temperature=config.temperature, max_tokens=config.max_tokens_per_turn
@@ -267,6 +273,7 @@ class Loop:
         messages = [Message(role="system", content=self.system)] if self.system else []
         ctx = self._context(summary.run_id, summary.task, messages)
         ctx.replay(self.store.steps(summary.run_id))
+        ctx.cost = summary.cost or 0.0
         ctx.intents = self.store.intents(summary.run_id)
         if summary.status == "input_required" and answer is not None:
             question = summary.error or ""
@@ -293,6 +300,7 @@ class Loop:
         messages = [Message(role="system", content=self.system)] if self.system else []
         ctx = self._context(run_id, summary.task, messages)
         ctx.replay(self.store.steps(run_id))
+        ctx.cost = summary.cost or 0.0
         ctx.answer = summary.answer
         return self._result(ctx, "ok", None)
 
@@ -362,7 +370,7 @@ class Loop:
             error = str(e)
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             if self.store:
-                self.store.finish_run(ctx.run_id, "interrupted", None, "interrupted")
+                self.store.finish_run(ctx.run_id, "interrupted", None, "interrupted", cost=ctx.cost)
             raise
         except Exception as e:  # noqa: BLE001 - the top level: every run ends with a status
             error = _failure(e)
@@ -378,13 +386,13 @@ class Loop:
         step.index = len(ctx.steps)
         ctx.steps.append(step)
         if self.store:
-            self.store.add_step(step)
+            self.store.add_step(step, cost=ctx.cost)
         if on_step:
             on_step(step)
 
     def _result(self, ctx: RunContext, status: RunStatus, error: str | None) -> RunResult:
         if self.store:
-            self.store.finish_run(ctx.run_id, status, ctx.answer, error)
+            self.store.finish_run(ctx.run_id, status, ctx.answer, error, cost=ctx.cost)
         ctx.usage.seconds = sum(s.seconds for s in ctx.steps if s.kind == "model")
         return RunResult(
             run_id=ctx.run_id,

@@ -18,6 +18,7 @@ Errors come back in OpenAI's shape, `{"error": {"message", "type", "param", "cod
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import time
@@ -30,11 +31,19 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from bigloop._errors import BigloopError, RunFailure
-from bigloop.atoms.models.base import ChatModel, Message, ModelResponse, Role, ToolSpec
+from bigloop.atoms.models.base import (
+    CallContinuation,
+    ChatModel,
+    Message,
+    ModelResponse,
+    Role,
+    ToolSpec,
+)
 from bigloop.atoms.models.local import call_schema
 from bigloop.atoms.models.parse import to_response
 from bigloop.atoms.models.prompts import to_plain_chat
 from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
+from bigloop.schedule.more_calls import MoreCalls
 
 
 def create_app(model: ChatModel) -> FastAPI:
@@ -78,7 +87,18 @@ def create_app(model: ChatModel) -> FastAPI:
 
 
 async def reply(model: ChatModel, turn: ChatTurn) -> ModelResponse:
-    """The model's reply to `turn`; a required call is asked for under a calls-only schema."""
+    """The model's reply to `turn`, its calls extended by `MoreCalls` when the client allows
+    several and the model can continue its reply."""
+    response = await _first_reply(model, turn)
+    if response.tool_calls and not turn.single_call and isinstance(model, CallContinuation):
+        user = "\n".join(m.content for m in turn.messages if m.role == "user").lower()
+        next_call = functools.partial(model.next_call, turn.messages, turn.tools)
+        await MoreCalls().extend(response, user, lambda calls: next_call(calls, turn.settings))
+    return response
+
+
+async def _first_reply(model: ChatModel, turn: ChatTurn) -> ModelResponse:
+    """A required call is asked for under a calls-only schema."""
     if not turn.require_call:
         return await model.chat(turn.messages, turn.tools, turn.settings)
     plain = [

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from bigloop._errors import BudgetExceeded, InputRequired, UserError
 from bigloop.atoms.models.base import (
+    CallContinuation,
     ChatModel,
     Message,
     ModelResponse,
@@ -258,6 +259,26 @@ class RunContext:
         return response
 
     @property
+    def can_continue(self) -> bool:
+        """Whether the model can continue its reply with more calls (`continue_turn`)."""
+        return isinstance(self.model, CallContinuation)
+
+    async def continue_turn(self, messages: list[Message], calls: list[ToolCall]) -> ModelResponse:
+        """One more call after `calls` in the same reply, from a model that can continue
+        its reply (`CallContinuation`; `MoreCalls` decides whether to keep it). Counted in
+        usage and cost like a turn, within the per-step time limit."""
+        if not isinstance(self.model, CallContinuation):
+            return ModelResponse()
+        more = self.model.next_call(messages, self.specs, calls, self.settings)
+        limit = self.budget.max_step_seconds
+        try:
+            response = await (asyncio.wait_for(more, limit) if limit else more)
+        except TimeoutError:
+            raise BudgetExceeded(f"A model turn took longer than {limit:g} s.") from None
+        self._count_turn(response.usage, turn=False)  # part of the turn it continues
+        return response
+
+    @property
     def can_stream(self) -> bool:
         """Whether the model streams structured output (`model_stream`)."""
         return callable(getattr(self.model, "stream", None))
@@ -288,8 +309,8 @@ class RunContext:
             await stream.aclose()  # type: ignore[attr-defined]
             self._count_turn(usage)
 
-    def _count_turn(self, usage: Usage) -> None:
-        self.model_turns += 1
+    def _count_turn(self, usage: Usage, *, turn: bool = True) -> None:
+        self.model_turns += turn
         self.usage.add(usage)
         card = self.model.card
         self.cost += card.cost + card.cost_per_token * usage.total_tokens

@@ -3,16 +3,19 @@ repeat until the model answers."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import AsyncIterator
 
 from bigloop.atoms.models.base import Message, ToolCall
 from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
 from bigloop.schedule.context import RunContext
+from bigloop.schedule.more_calls import MoreCalls
 from bigloop.trace.records import Step
 
 _MISTAKES = ("unknown_tool", "invalid_arguments")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+DEFAULT_MORE_CALLS = MoreCalls()
 
 
 def _unsupported(ctx: RunContext, answer: str) -> str | None:
@@ -35,13 +38,22 @@ class ReactPlanner:
         check_answers: send back, once, an answer that gives a number no tool returned
             and the request never said, while tools were offered and none was used (small
             models answer arithmetic from memory, wrongly).
+        more_calls: extend a turn's calls while each new one covers another item the
+            request names (`MoreCalls`; models that can continue their reply); None: off.
     """
 
     name = "react"
 
-    def __init__(self, *, stop_after_calls: bool = False, check_answers: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        stop_after_calls: bool = False,
+        check_answers: bool = True,
+        more_calls: MoreCalls | None = DEFAULT_MORE_CALLS,
+    ) -> None:
         self.stop_after_calls = stop_after_calls
         self.check_answers = check_answers
+        self.more_calls = more_calls
 
     def restore(self, ctx: RunContext) -> list[ToolCall]:
         """The calls the last model turn asked for that have no completed step (a run
@@ -78,6 +90,14 @@ class ReactPlanner:
                 )
             specs = [] if answer_only else ctx.specs
             response = await ctx.model_turn(ctx.messages, specs=specs)
+            if self.more_calls and specs and ctx.can_continue:
+                messages = list(ctx.messages)
+                await self.more_calls.extend(
+                    response,
+                    ctx.evidence().user_said,
+                    functools.partial(ctx.continue_turn, messages),
+                    ctx.budget.max_calls_per_turn,
+                )
             reply = response.as_message()
             ctx.messages.append(reply)
             yield ctx.model_step(response, reply)

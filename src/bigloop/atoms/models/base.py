@@ -132,3 +132,17 @@ class ChatModel(Protocol):
         tools: list[ToolSpec],
         settings: ModelSettings | None = None,
     ) -> ModelResponse: ...
+
+
+@runtime_checkable
+class CallContinuation(Protocol):
+    """A model that can continue its own reply with one more call (the embedded model):
+    see `LocalModel.next_call`."""
+
+    async def next_call(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        calls: list[ToolCall],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse: ...

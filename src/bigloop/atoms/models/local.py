@@ -20,10 +20,17 @@ from typing import Any
 
 from bigloop._errors import ModelUnavailable, UserError
 from bigloop.atoms.card import AtomCard
-from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolSpec, Usage
+from bigloop.atoms.models.base import (
+    Message,
+    ModelResponse,
+    ModelSettings,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from bigloop.atoms.models.parse import to_response
 from bigloop.atoms.models.prefix_cache import PrefixStates, Warmth, common_prefix
-from bigloop.atoms.models.prompts import to_plain_chat
+from bigloop.atoms.models.prompts import render_call_reply, to_plain_chat
 from bigloop.atoms.schema import grammar_safe
 
 _GRAMMAR_CACHE = 32
@@ -41,6 +48,19 @@ def call_schema(tools: list[ToolSpec]) -> dict[str, Any]:
     }
     if not tools:
         return answer
+    calls = {
+        "type": "object",
+        "properties": {
+            "tool_calls": {"type": "array", "items": one_call_schema(tools), "minItems": 1}
+        },
+        "required": ["tool_calls"],
+        "additionalProperties": False,
+    }
+    return {"anyOf": [calls, answer]}
+
+
+def one_call_schema(tools: list[ToolSpec]) -> dict[str, Any]:
+    """The JSON schema of one call of one of `tools`."""
     shapes = [
         {
             "type": "object",
@@ -50,19 +70,7 @@ def call_schema(tools: list[ToolSpec]) -> dict[str, Any]:
         }
         for t in tools
     ]
-    calls = {
-        "type": "object",
-        "properties": {
-            "tool_calls": {
-                "type": "array",
-                "items": shapes[0] if len(shapes) == 1 else {"anyOf": shapes},
-                "minItems": 1,
-            }
-        },
-        "required": ["tool_calls"],
-        "additionalProperties": False,
-    }
-    return {"anyOf": [calls, answer]}
+    return shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
 
 
 class LocalModel:
@@ -112,6 +120,7 @@ class LocalModel:
         elif prefix_cache is not False:
             self._prefix_folder = Path(prefix_cache)
         self._prompts: tuple[PrefixStates, Any] | None = None
+        self._template: Any = None
         self._probes: dict[str, list[int]] = {}
         self.last_warmth: Warmth | None = None
         """How the last completion's fixed prefix was obtained (see `PrefixStates.warm`)."""
@@ -221,10 +230,24 @@ class LocalModel:
     def _prompt_states(self, llama: Any) -> tuple[PrefixStates, Any] | None:
         """The prefix states and the chat formatter of the model's own template (None:
         warm start off, or a model whose prompts llama.cpp formats another way)."""
-        if self._prefix_folder is None or llama.chat_format != "chat_template.default":
+        if self._prefix_folder is None or (formatter := self._formatter(llama)) is None:
             return None
         if self._prompts is None:
             import llama_cpp
+
+            path = Path(llama.model_path)
+            stat = path.stat()
+            key = f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}:{self._n_ctx}:"
+            key += llama_cpp.__version__
+            self._prompts = (PrefixStates(self._prefix_folder, key), formatter)
+        return self._prompts
+
+    def _formatter(self, llama: Any) -> Any:
+        """The model's own chat template as a formatter (None: a model whose prompts
+        llama.cpp formats another way)."""
+        if llama.chat_format != "chat_template.default":
+            return None
+        if self._template is None:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             def text(token: int) -> str:
@@ -232,18 +255,13 @@ class LocalModel:
                     return ""
                 return bytes(llama.detokenize([token], special=True)).decode("utf-8", "replace")
 
-            formatter = Jinja2ChatFormatter(
+            self._template = Jinja2ChatFormatter(
                 template=llama.metadata["tokenizer.chat_template"],
                 eos_token=text(llama.token_eos()),
                 bos_token=text(llama.token_bos()),
                 stop_token_ids=[llama.token_eos()],
             )
-            path = Path(llama.model_path)
-            stat = path.stat()
-            key = f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}:{self._n_ctx}:"
-            key += llama_cpp.__version__
-            self._prompts = (PrefixStates(self._prefix_folder, key), formatter)
-        return self._prompts
+        return self._template
 
     def _complete_warm(
         self,
@@ -303,6 +321,66 @@ class LocalModel:
         response = to_response(raw, self._ids)
         response.usage = usage
         return response
+
+    async def next_call(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        calls: list[ToolCall],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        """The call this model writes after `calls` when its reply must go on: the reply
+        so far is put in its mouth and one more call decoded under the tools' grammar
+        (`CallContinuation`). `raw` is the whole reply with the new call; no call (an
+        empty response) for a model without its own chat template.
+
+        Small models stop after the first of several calls a request needs; forced to
+        go on, they mostly write the next one. Whether to keep it is the caller's call.
+        """
+        settings = settings or ModelSettings()
+        chat = to_plain_chat(messages, tools)
+        reply = render_call_reply(Message(role="assistant", tool_calls=calls))
+        prefix = reply[: reply.rindex("]")].rstrip() + ", "
+        async with self._lock:
+            llama = await asyncio.to_thread(self.llama)
+            if not tools or not calls or (formatter := self._formatter(llama)) is None:
+                return ModelResponse()
+            grammar = await asyncio.to_thread(self.grammar_for_schema, one_call_schema(tools))
+            prompt = formatter(messages=chat).prompt + prefix
+            raw, usage = await asyncio.to_thread(
+                self._complete_text, llama, prompt, grammar, settings
+            )
+        try:
+            data = json.loads(raw)
+        except ValueError:  # cut short by max_tokens
+            return ModelResponse(raw=raw, usage=usage)
+        call = ToolCall(
+            id=f"call_{next(self._ids)}", name=data["name"], arguments=data["arguments"]
+        )
+        return ModelResponse(tool_calls=[call], raw=prefix + raw + "]}", usage=usage)
+
+    def _complete_text(
+        self, llama: Any, prompt: str, grammar: Any, settings: ModelSettings
+    ) -> tuple[str, Usage]:
+        """A blocking completion of raw prompt text (special tokens read as such)."""
+        start = time.perf_counter()
+        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        try:
+            out = llama.create_completion(
+                prompt=tokens,
+                grammar=grammar,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                seed=settings.seed,
+            )
+        except ValueError as e:
+            raise ModelUnavailable(f"{self.name}: {e}") from None
+        usage = out.get("usage") or {}
+        return out["choices"][0]["text"] or "", Usage(
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            seconds=time.perf_counter() - start,
+        )
 
     async def stream(
         self, messages: list[Message], settings: ModelSettings

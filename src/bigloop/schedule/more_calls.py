@@ -1,0 +1,106 @@
+"""More calls: a reply's calls extended while each new call covers something new that the
+user's request names.
+
+Small models stop after the first of several calls a request needs ("the boiling points of
+water and iron" gets one call). A model that can continue its own reply
+(`CallContinuation`: the embedded model) is made to write one more call; the call is kept
+when it is new and takes, from the user's own words, a value no earlier call used ("iron").
+The first refused call ends the reply. A kept call goes through the call checks like any.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from bigloop.atoms.models.base import ModelResponse, ToolCall
+
+
+@dataclass(kw_only=True)
+class MoreCalls:
+    """Extend a model turn's calls one at a time while each new call is kept (see module).
+
+    Args:
+        max_calls: at most this many calls in the extended reply (also capped by the
+            budget's calls per turn).
+    """
+
+    name = "more_calls"
+    max_calls: int = 8
+
+    async def extend(
+        self,
+        response: ModelResponse,
+        user: str,
+        next_call: Callable[[list[ToolCall]], Awaitable[ModelResponse]],
+        limit: int | None = None,
+    ) -> int:
+        """Add kept calls to `response` (its usage and raw text grow with them); the number
+        of calls added.
+
+        Args:
+            response: a model turn; nothing happens unless it made calls.
+            user: what the user said, in lower case (kept calls take a value from it).
+            next_call: the model's next call after the given ones (`CallContinuation`).
+            limit: at most this many calls in all (besides `max_calls`).
+        """
+        if not response.tool_calls or response.error:
+            return 0
+        limit = min(self.max_calls, limit or self.max_calls)
+        added = 0
+        while len(response.tool_calls) < limit:
+            more = await next_call(response.tool_calls)
+            response.usage.add(more.usage)
+            if not more.tool_calls or refusal(more.tool_calls[0], response.tool_calls, user):
+                break
+            response.tool_calls.append(more.tool_calls[0])
+            response.raw = more.raw
+            added += 1
+        return added
+
+
+def refusal(call: ToolCall, calls: list[ToolCall], user: str) -> str | None:
+    """Why `call` does not extend `calls` (None: it does): it repeats one of them with the
+    same values, or none of its values is new and said by the user (`user`, lower case)."""
+    values = sorted(_norm(v) for v in scalars(call.arguments))
+    if any(
+        c.name == call.name and sorted(map(_norm, scalars(c.arguments))) == values for c in calls
+    ):
+        return "a repeat"
+    used = {_norm(v) for c in calls for v in scalars(c.arguments)}
+    novel = [v for v in scalars(call.arguments) if _norm(v) not in used]
+    if not novel:
+        return "nothing new"
+    if not all(_said(v, user) for v in novel):
+        return "a value the user did not say"
+    return None
+
+
+def scalars(value: Any) -> Iterator[str | int | float]:
+    """The strings and numbers in a JSON value (booleans and nulls left out)."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from scalars(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from scalars(v)
+    elif isinstance(value, str | int | float) and not isinstance(value, bool):
+        yield value
+
+
+def _norm(value: str | int | float) -> str:
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        return str(value).strip().lower()
+
+
+def _said(value: str | int | float, user: str) -> bool:
+    """Whether `value` occurs as written (a whole word or phrase; "_" for a space) in
+    `user`."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = re.escape(str(value).strip().lower().replace("_", " "))
+    return bool(text) and re.search(rf"(?<!\w){text}(?!\w)", user) is not None

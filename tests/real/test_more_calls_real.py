@@ -1,0 +1,40 @@
+"""The embedded model makes one call where a request names several items; `MoreCalls`
+makes it go on, and keeps only calls for items the user named."""
+
+from __future__ import annotations
+
+import pytest
+
+from bigloop import LocalModel, Loop, tool
+
+pytestmark = pytest.mark.real
+
+
+@tool
+def population(city: str) -> str:
+    """The population of a city.
+
+    Args:
+        city: the city's name, e.g. "Lima".
+    """
+    return {"oslo": "709,000", "cairo": "10,100,000", "tokyo": "14,000,000"}.get(
+        city.strip().lower(), "unknown"
+    )
+
+
+def calls(model: LocalModel, task: str, *, off: bool = False) -> list[str]:
+    from bigloop.schedule.more_calls import MoreCalls
+    from bigloop.schedule.react import ReactPlanner
+
+    planner = ReactPlanner(stop_after_calls=True, more_calls=None if off else MoreCalls())
+    result = Loop(model, [population], planner=planner).run_sync(task)
+    return sorted(s.input["city"] for s in result.tool_steps)
+
+
+def test_one_call_per_named_city(embedded: LocalModel) -> None:
+    task = "What are the populations of Oslo, Cairo and Tokyo?"
+    assert calls(embedded, task) == ["Cairo", "Oslo", "Tokyo"]
+
+
+def test_a_single_item_request_stays_one_call(embedded: LocalModel) -> None:
+    assert calls(embedded, "What is the population of Cairo?") == ["Cairo"]
