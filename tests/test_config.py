@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bigloop import OpenAIModel, UserError
+from bigloop import Budget, Loop, OpenAIModel, ScriptedModel, UserError
 from bigloop import config as config_module
 from bigloop.config import LoopConfig
 
@@ -20,6 +20,11 @@ def test_defaults_are_the_cli_defaults() -> None:
         "tools": None,
         "files": None,
         "db": None,
+        "python": False,
+        "a2a": [],
+        "a2a_timeout_s": 300.0,
+        "mcp": [],
+        "mcp_timeout_s": 60.0,
         "planner": "auto",
         "clarify": "ungrounded",
         "off": [],
@@ -33,7 +38,9 @@ def test_defaults_are_the_cli_defaults() -> None:
         "max_tokens": None,
         "max_cost": None,
         "max_step_seconds": None,
+        "max_calls_per_turn": 16,
     }
+    assert config.max_calls_per_turn == Budget().max_calls_per_turn
 
 
 def test_the_documented_example_is_valid() -> None:
@@ -146,3 +153,32 @@ def test_build_model() -> None:
     assert isinstance(model, OpenAIModel) and model.name == "qwen2.5"
     with pytest.raises(UserError, match=r"use 'embedded', a \.gguf file"):
         LoopConfig(model="qwen2.5").build_model()
+
+
+def test_python_offers_the_sandboxed_tool_and_the_default_does_not() -> None:
+    assert "run_python" not in [t.name for t in LoopConfig().build_tools()]
+    tools = LoopConfig(tools=["calculator"], python=True).build_tools()
+    assert [t.name for t in tools] == ["calculator", "run_python"]
+    server = LoopConfig(model="m", base_url="http://127.0.0.1:9/v1")
+    with_python = server.model_copy(update={"python": True})
+    assert "run_python" in [s.name for s in Loop.from_config(with_python).specs]
+    assert "run_python" not in [s.name for s in Loop.from_config(server).specs]
+
+    code = "print(sum(range(10)))"
+    model = ScriptedModel(
+        [
+            json.dumps({"tool_calls": [{"name": "run_python", "arguments": {"code": code}}]}),
+            json.dumps({"answer": "45"}),
+        ]
+    )
+    result = Loop(model, tools).run_sync("Sum 0..9 in Python.")
+    assert [(s.name, s.output.strip()) for s in result.tool_steps] == [("run_python", "45")]
+
+
+def test_max_calls_per_turn_reaches_the_budget() -> None:
+    server = LoopConfig(model="m", base_url="http://127.0.0.1:9/v1")
+    assert Loop.from_config(server).budget.max_calls_per_turn == 16
+    capped = server.model_copy(update={"max_calls_per_turn": 2})
+    assert Loop.from_config(capped).budget.max_calls_per_turn == 2
+    with pytest.raises(UserError, match="max_calls_per_turn"):
+        LoopConfig.from_data({"max_calls_per_turn": 0}, source="test")

@@ -1,4 +1,4 @@
-"""The Python examples of the guide and of the architecture notes run."""
+"""The Python examples of the guide, the architecture notes and the safety notes run."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 DOCS = Path(__file__).parent.parent / "docs"
 BLOCKS = [
     (doc, code)
-    for doc in (DOCS / "guide.md", DOCS / "architecture.md")
+    for doc in (DOCS / "guide.md", DOCS / "architecture.md", DOCS / "safety.md")
     for code in re.findall(r"```python\n(.*?)```", doc.read_text(), re.DOTALL)
 ]
 

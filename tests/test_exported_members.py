@@ -7,7 +7,15 @@ import bigloop
 
 def test_exported_members() -> None:
     assert set(bigloop.__all__) == {
+        "Adapter",
+        "Agent",
+        "Debate",
+        "Handoff",
+        "Memory",
+        "Orchestrator",
         "AnswerCheck",
+        "ApproveIrreversible",
+        "Redactor",
         "HonourPrecision",
         "AtomCard",
         "FaithfulExpressions",

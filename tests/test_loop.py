@@ -181,6 +181,14 @@ def test_model_failure_ends_the_run_with_its_message() -> None:
     assert result.error == "scripted: the script has no more replies."
 
 
+def test_an_empty_task_fails_fast(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path / "t.db")
+    for task in ("", "  \n "):
+        with pytest.raises(UserError, match="The task is empty"):
+            Loop(ScriptedModel([answer("?")]), [calculator], store=store).run_sync(task)
+    assert store.runs() == []  # nothing recorded
+
+
 def test_duplicate_tool_names_fail_fast() -> None:
     with pytest.raises(UserError, match="share the name"):
         Loop(ScriptedModel([]), [calculator, calculator])

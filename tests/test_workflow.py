@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bigloop import Do, Loop, ScriptedModel, UserError, Workflow, tool
+from bigloop import Do, Loop, ScriptedModel, Tool, ToolCall, ToolSpec, UserError, Workflow, tool
 from bigloop.atoms.builtin import calculator
 
 EVENTS: list[str] = []
@@ -112,3 +112,72 @@ def test_workflow_mistakes_fail_fast(steps: list[object], message: str) -> None:
 def test_step_must_be_a_tool() -> None:
     with pytest.raises(UserError, match="is not a Tool"):
         Do("x", len)  # type: ignore[arg-type]
+
+
+SENT: list[str] = []
+
+
+@tool(effect="irreversible")
+def send_payment(to: str, amount: int) -> str:
+    """Send money; it cannot be taken back."""
+    SENT.append(f"{amount} to {to}")
+    return "sent"
+
+
+@tool(effect="write")
+def note(text: str) -> str:
+    """Write a note (it can be erased)."""
+    return "noted"
+
+
+def pay_rent() -> Workflow:
+    return Workflow(
+        "pay_rent",
+        "Note the rent, then pay it.",
+        inputs={"to": str},
+        steps=[
+            Do("noted", note, text="rent for $to"),
+            Do("paid", send_payment, to="$to", amount=900),
+        ],
+    )
+
+
+def test_a_workflow_tool_has_the_strongest_effect_of_its_steps() -> None:
+    def wf(*tools: Tool) -> Workflow:
+        steps = [Do(f"s{i}", t, text="x") for i, t in enumerate(tools)]
+        return Workflow("w", "d", inputs={}, steps=steps)
+
+    @tool
+    def look(text: str) -> str:
+        """Read."""
+        return text
+
+    assert (wf(look).as_tool().effect, wf(look).as_tool().idempotent) == ("read", True)
+    assert wf(look, note).as_tool().effect == "write"
+    paying = pay_rent().as_tool()
+    assert (paying.effect, paying.idempotent) == ("irreversible", False)
+    nested = Workflow("outer", "d", inputs={}, steps=[Do("inner", paying, to="Ann")])
+    assert nested.as_tool().effect == "irreversible"
+
+
+def test_a_workflow_with_an_irreversible_step_is_gated_by_approval() -> None:
+    SENT.clear()
+
+    def script() -> ScriptedModel:
+        return ScriptedModel([call("pay_rent", to="Ann"), json.dumps({"answer": "done"})])
+
+    denied = Loop(script(), [pay_rent().as_tool()]).run_sync("Pay the rent to Ann.")
+    assert SENT == []
+    assert denied.tool_steps[0].error == "denied"
+    assert denied.tool_steps[0].output.startswith("Error: denied: needs approval: pay_rent")
+
+    asked: list[tuple[str, object]] = []
+
+    def approve(c: ToolCall, spec: ToolSpec) -> bool:
+        asked.append((c.name, c.arguments))
+        return True
+
+    approved = Loop(script(), [pay_rent().as_tool()], approve=approve).run_sync("Pay Ann.")
+    assert asked == [("pay_rent", {"to": "Ann"})]
+    assert SENT == ["900 to Ann"]
+    assert approved.tool_steps[0].error is None

@@ -30,12 +30,14 @@ from bigloop.atoms.models.openai_compat import OpenAIModel
 from bigloop.atoms.tool import Tool, tool
 from bigloop.config import LoopConfig
 from bigloop.loop import Loop
+from bigloop.schedule.adapt import Adapter
 from bigloop.schedule.auto import AutoPlanner
 from bigloop.schedule.clarify import Clarify
 from bigloop.schedule.context import Budget, Planner, RunContext
 from bigloop.schedule.graph import GraphPlanner
 from bigloop.schedule.policies import (
     AnswerCheck,
+    ApproveIrreversible,
     CallCheck,
     CoerceTypes,
     DropInventedOptionals,
@@ -50,14 +52,19 @@ from bigloop.schedule.policies import (
 )
 from bigloop.schedule.react import ReactPlanner
 from bigloop.schedule.search import SearchPlanner
+from bigloop.team import Agent, Debate, Handoff, Memory, Orchestrator
 from bigloop.trace.records import RunResult, Step
+from bigloop.trace.redact import Redactor
 from bigloop.trace.store import TraceStore
 from bigloop.workflow import Do, Workflow
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Adapter",
+    "Agent",
     "AnswerCheck",
+    "ApproveIrreversible",
     "AtomCard",
     "AutoPlanner",
     "BigloopError",
@@ -67,27 +74,32 @@ __all__ = [
     "ChatModel",
     "Clarify",
     "CoerceTypes",
+    "Debate",
     "Do",
     "DropInventedOptionals",
     "Evidence",
     "FaithfulExpressions",
     "FunctionModel",
     "GraphPlanner",
+    "Handoff",
     "HonourPrecision",
     "InputRequired",
     "InvalidArguments",
     "LocalModel",
     "Loop",
     "LoopConfig",
+    "Memory",
     "Message",
     "ModelResponse",
     "ModelRetry",
     "ModelSettings",
     "ModelUnavailable",
     "OpenAIModel",
+    "Orchestrator",
     "Planner",
     "RankTools",
     "ReactPlanner",
+    "Redactor",
     "RejectCopiedExamples",
     "RelevanceGate",
     "RunContext",

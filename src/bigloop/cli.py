@@ -51,6 +51,15 @@ TraceDbOpt = Annotated[
         help="Trace file (default: traces.db in the user data folder, or $BIGLOOP_HOME).",
     ),
 ]
+McpOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        help="Offer the tools of this MCP server: a command line run over stdio "
+        "(e.g. \"mcp-server-time\") or a streamable HTTP URL (e.g. http://127.0.0.1:8765/mcp). "
+        "Repeatable; needs the 'mcp' extra.",
+    ),
+]
 OtlpOpt = Annotated[
     str | None,
     typer.Option(
@@ -62,12 +71,16 @@ OtlpOpt = Annotated[
 
 
 def main() -> None:
+    from rich.markup import escape
+
     from bigloop._errors import UserError
 
     try:
         app()
-    except UserError as e:
-        report.make_console(stderr=True).print(f"[bold red]error:[/] {e}", soft_wrap=True)
+    except UserError as e:  # the message is text, not markup: `bigloop[ui]` stays as is
+        report.make_console(stderr=True).print(
+            f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True
+        )
         sys.exit(2)
 
 
@@ -107,6 +120,23 @@ def run(
     db: Annotated[
         Path | None, typer.Option("--db", help="Let the loop query this SQLite file (read-only).")
     ] = None,
+    python: Annotated[
+        bool,
+        typer.Option(
+            "--python",
+            help="Let the loop run Python code (the run_python tool) in a sandboxed "
+            "subprocess: no network, a temporary folder, CPU, memory and output limits.",
+        ),
+    ] = False,
+    a2a: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--a2a",
+            help="Offer the A2A agent at this URL (e.g. one `bigloop serve a2a` runs) as a "
+            "tool, named and described by its agent card (repeatable; needs the 'a2a' extra).",
+        ),
+    ] = None,
+    mcp: McpOpt = None,
     planner: Annotated[
         str | None,
         typer.Option(
@@ -179,6 +209,9 @@ def run(
         "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
         "files": str(files) if files else None,
         "db": str(db) if db else None,
+        "python": python or None,
+        "a2a": a2a or None,
+        "mcp": mcp or None,
         "planner": planner,
         "clarify": clarify,
         "off": off or None,
@@ -217,7 +250,7 @@ def resume(
     """Continue an interrupted run from its last completed step (never repeating a
     completed tool call), or a run that stopped to ask you something (--answer). The run
     continues with the settings it was started with."""
-    store = _store(trace_db)
+    store = _store(trace_db, create=False)
     summary = store.run(run_id)
     _run_loop(
         _stored_config(summary),
@@ -235,7 +268,7 @@ def trace_list(
     trace_db: TraceDbOpt = None,
 ) -> None:
     """The most recent runs."""
-    runs = _store(trace_db).runs(limit)
+    runs = _store(trace_db, create=False).runs(limit)
     if json_out:
         print(json.dumps([asdict(r) for r in runs], indent=2))
         return
@@ -249,7 +282,7 @@ def trace_show(
     trace_db: TraceDbOpt = None,
 ) -> None:
     """Every step of one run: model turns and tool calls, with tokens and seconds."""
-    result = _store(trace_db).result(run_id)
+    result = _store(trace_db, create=False).result(run_id)
     if json_out:
         print(json.dumps(report.result_json(result), indent=2, default=str))
         return
@@ -278,7 +311,7 @@ def trace_export(
         from bigloop.trace.otel import export_run
     except ImportError:
         raise UserError(_NO_OTEL) from None
-    sent = export_run(_store(trace_db), run_id, otlp, capture_content=content)
+    sent = export_run(_store(trace_db, create=False), run_id, otlp, capture_content=content)
     report.make_console(stderr=True).print(f"Sent {sent} spans.")
 
 
@@ -288,9 +321,10 @@ _NO_OTEL = (
 )
 
 
-def _otel_hook(otlp: str | None, config: LoopConfig) -> OtelHook | None:
+def _otel_hook(otlp: str | None, config: LoopConfig, store: TraceStore) -> OtelHook | None:
     """The hook sending a run's steps as spans, when --otlp or $OTEL_EXPORTER_OTLP_ENDPOINT
-    names an endpoint (the variable alone is ignored without the 'otel' extra)."""
+    names an endpoint (the variable alone is ignored without the 'otel' extra); it redacts
+    what the store redacts."""
     from bigloop._errors import UserError
 
     try:
@@ -302,13 +336,15 @@ def _otel_hook(otlp: str | None, config: LoopConfig) -> OtelHook | None:
     endpoint = traces_endpoint(otlp)
     if endpoint is None:
         return None
-    return OtelHook(endpoint, provider=provider_of(config.model_dump()))
+    return OtelHook(endpoint, provider=provider_of(config.model_dump()), redactor=store.redactor)
 
 
-def _store(path: Path | None) -> TraceStore:
+def _store(path: Path | None, *, create: bool = True) -> TraceStore:
+    """The trace DB at `path` (default: the user's); readers pass `create=False`, so a
+    mistyped path is an error instead of a new empty file and folder."""
     from bigloop.trace.store import TraceStore
 
-    return TraceStore(path)
+    return TraceStore(path, create=create)
 
 
 def _stored_config(summary: RunSummary) -> LoopConfig:
@@ -340,7 +376,7 @@ def _run_loop(
 
     terminal = report.Terminal(json_out=json_out)
     loop = Loop.from_config(config, store=store, ask=terminal.ask, approve=terminal.approve)
-    hook = _otel_hook(otlp, config)
+    hook = _otel_hook(otlp, config, store)
 
     def on_step(step: Step) -> None:
         terminal.show_step(step)
@@ -591,6 +627,155 @@ def serve_openai_command(
     from bigloop.protocols.openai_server import serve_openai
 
     serve_openai(model, host=host, port=port, base_url=base_url)
+
+
+@serve_app.command("a2a")
+def serve_a2a_command(
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", help="A JSON file of loop settings (LoopConfig fields)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="'embedded' (default), a .gguf path, or a server's model name together "
+            "with --base-url.",
+        ),
+    ] = None,
+    base_url: BaseUrlOpt = None,
+    tools: Annotated[
+        str | None,
+        typer.Option("--tools", help="Comma-separated built-in tools (default: all of them)."),
+    ] = None,
+    a2a: Annotated[
+        list[str] | None,
+        typer.Option("--a2a", help="Also offer the A2A agent at this URL as a tool (repeatable)."),
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="The agent card's name.")] = "bigloop",
+    description: Annotated[
+        str | None,
+        typer.Option(
+            "--description", help="The agent card's description (default: the model and tools)."
+        ),
+    ] = None,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on. The default answers this machine only; "
+            "0.0.0.0 exposes the loop, without authentication, to the whole network.",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 9999,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url", help="The URL clients use, for the card (default: http://HOST:PORT/)."
+        ),
+    ] = None,
+    trace_db: TraceDbOpt = None,
+) -> None:
+    """Publish a loop as an A2A agent: an agent card whose skills are its tools, tasks
+    whose steps stream as status updates and whose answer is an artifact. A clarifying
+    question puts the task in input-required; the next message on the task answers it
+    and the run resumes. Needs the 'a2a' extra."""
+    from bigloop._errors import UserError
+    from bigloop.config import LoopConfig
+    from bigloop.loop import Loop
+
+    try:
+        from bigloop.protocols.a2a_server import serve_a2a
+    except ImportError as e:
+        raise UserError(
+            f"`bigloop serve a2a` needs bigloop's 'a2a' extra ({e.name} is not installed): "
+            "pip install 'a2a-sdk[http-server]' uvicorn"
+        ) from None
+    given = {
+        "model": model,
+        "base_url": base_url,
+        "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
+        "a2a": a2a or None,
+    }
+    base = LoopConfig.load(config_file) if config_file else LoopConfig()
+    config = LoopConfig.from_data(
+        base.model_dump() | {k: v for k, v in given.items() if v is not None},
+        source="Command line",
+    )
+    loop = Loop.from_config(config, store=_store(trace_db))
+    serve_a2a(loop, host=host, port=port, url=url, name=name, description=description)
+
+
+@serve_app.command("mcp")
+def serve_mcp_command(
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", help="A JSON file of loop settings (LoopConfig fields)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="'embedded' (default), a .gguf path, or a server's model name together "
+            "with --base-url.",
+        ),
+    ] = None,
+    base_url: BaseUrlOpt = None,
+    tools: Annotated[
+        str | None,
+        typer.Option("--tools", help="Comma-separated built-in tools (default: the defaults)."),
+    ] = None,
+    files: Annotated[
+        Path | None, typer.Option("--files", help="Also serve reading the files under this folder.")
+    ] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Also serve queries of this SQLite file.")
+    ] = None,
+    mcp: McpOpt = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio, e.g. "
+            "127.0.0.1:8765 (0.0.0.0 exposes the tools, unauthenticated, to the network).",
+        ),
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="The server's name.")] = "bigloop",
+    trace_db: TraceDbOpt = None,
+) -> None:
+    """Serve the loop's tools (those `bigloop run` gets with the same options) and the
+    loop itself, as the tool run_task, to any MCP client, over stdio (default) or
+    streamable HTTP. A question a run asks goes to the client as an MCP elicitation when
+    it supports them; otherwise the result gives the question and the run id to answer
+    with. Needs the 'mcp' extra."""
+    from bigloop._errors import UserError
+    from bigloop.config import LoopConfig
+    from bigloop.loop import Loop
+
+    try:
+        from bigloop.protocols.mcp_server import serve_mcp
+    except ImportError as e:
+        raise UserError(
+            f"`bigloop serve mcp` needs bigloop's 'mcp' extra ({e.name} is not installed): "
+            "pip install mcp uvicorn"
+        ) from None
+    given = {
+        "model": model,
+        "base_url": base_url,
+        "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
+        "files": str(files) if files else None,
+        "db": str(db) if db else None,
+        "mcp": mcp or None,
+    }
+    base = LoopConfig.load(config_file) if config_file else LoopConfig()
+    config = LoopConfig.from_data(
+        base.model_dump() | {k: v for k, v in given.items() if v is not None},
+        source="Command line",
+    )
+    loop = Loop.from_config(config, store=_store(trace_db))
+    serve_mcp(loop, http=http, name=name)
 
 
 @app.command()

@@ -50,6 +50,13 @@ class LoopConfig(BaseModel):
         tools: names of built-in tools; None offers `builtin.default_tools()`.
         files: let the loop read the files under this folder.
         db: let the loop query this SQLite file (read-only).
+        python: let the loop run Python code in a sandboxed subprocess (`run_python`,
+            see `bigloop.atoms.builtin.python_sandbox`).
+        a2a: URLs of A2A agents, each offered as a tool (`bigloop.atoms.a2a_client`).
+        a2a_timeout_s: the most one call to an A2A agent may take.
+        mcp: MCP servers whose tools are offered, each a command line run over stdio
+            ("mcp-server-time") or a streamable HTTP URL (`bigloop.atoms.mcp_client`).
+        mcp_timeout_s: the most one call to an MCP server's tool may take.
         planner: "react", "graph", "search" or "auto" (see `Loop`).
         clarify: when to ask the user instead of guessing an argument: "off",
             "missing" (a required argument is absent) or "ungrounded" (also: its value
@@ -65,6 +72,8 @@ class LoopConfig(BaseModel):
         max_tokens: prompt + completion tokens of the run.
         max_cost: cost of the run, from the atoms' cards.
         max_step_seconds: wall time of one model turn.
+        max_calls_per_turn: calls made from one model turn; the model is told that the
+            rest were not made.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -74,6 +83,11 @@ class LoopConfig(BaseModel):
     tools: list[str] | None = None
     files: str | None = None
     db: str | None = None
+    python: bool = False
+    a2a: list[str] = Field(default_factory=list)
+    a2a_timeout_s: float = Field(default=300.0, gt=0)
+    mcp: list[str] = Field(default_factory=list)
+    mcp_timeout_s: float = Field(default=60.0, gt=0)
     planner: Planner = "auto"
     clarify: ClarifyWhen = "ungrounded"
     off: list[str] = Field(default_factory=list)
@@ -87,6 +101,7 @@ class LoopConfig(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     max_cost: float | None = Field(default=None, ge=0)
     max_step_seconds: float | None = Field(default=None, gt=0)
+    max_calls_per_turn: int = Field(default=16, ge=1)
 
     @field_validator("planner", mode="before")
     @classmethod
@@ -187,11 +202,13 @@ class LoopConfig(BaseModel):
 
     def build_tools(self) -> list[Tool]:
         """The named built-in tools (or the defaults), plus file and SQLite tools when
-        `files` or `db` is set.
+        `files` or `db` is set, and `run_python` when `python` is; a tool per A2A agent
+        in `a2a`; the tools of each MCP server in `mcp`.
 
         Raises:
             UserError: an unknown tool name (the message lists the valid ones), or a
-                folder or database that does not exist.
+                folder or database that does not exist; an A2A agent whose card cannot
+                be read; an MCP server that does not list its tools.
         """
         from bigloop.atoms import builtin
 
@@ -206,7 +223,45 @@ class LoopConfig(BaseModel):
             chosen += builtin.file_tools(self.files)
         if self.db:
             chosen += builtin.sqlite_tools(self.db)
+        if self.python:
+            chosen.append(builtin.python_sandbox())
+        chosen += self._a2a_tools()
+        chosen += self._mcp_tools()
         return chosen
+
+    def _a2a_tools(self) -> list[Tool]:
+        """A tool per A2A agent in `a2a` (their cards are read now).
+
+        Raises:
+            UserError: the 'a2a' extra is missing, or an agent's card cannot be read.
+        """
+        if not self.a2a:
+            return []
+        try:
+            from bigloop.atoms.a2a_client import a2a_agent_tool
+        except ImportError as e:
+            raise UserError(
+                f"--a2a needs bigloop's 'a2a' extra ({e.name} is not installed): "
+                "pip install 'a2a-sdk[http-server]'"
+            ) from None
+        return [a2a_agent_tool(url, timeout_s=self.a2a_timeout_s) for url in self.a2a]
+
+    def _mcp_tools(self) -> list[Tool]:
+        """The tools of each MCP server in `mcp` (listed now).
+
+        Raises:
+            UserError: the 'mcp' extra is missing, or a server cannot be started or
+                reached, or does not list its tools.
+        """
+        if not self.mcp:
+            return []
+        try:
+            from bigloop.atoms.mcp_client import mcp_tools
+        except ImportError as e:
+            raise UserError(
+                f"--mcp needs bigloop's 'mcp' extra ({e.name} is not installed): pip install mcp"
+            ) from None
+        return [t for server in self.mcp for t in mcp_tools(server, timeout_s=self.mcp_timeout_s)]
 
 
 def _problems(error: ValidationError) -> str:

@@ -235,7 +235,12 @@ class Loop:
 
         Args:
             history: an earlier run's `messages`, to continue that conversation.
+
+        Raises:
+            UserError: `task` is empty (or only spaces).
         """
+        if not task.strip():
+            raise UserError('The task is empty: say what to do, e.g. "What is 2 + 2?".')
         if history:
             messages = list(history)
         else:

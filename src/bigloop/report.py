@@ -4,12 +4,15 @@ scoreboard; and `Terminal`, the consoles and live status of one command.
 Results go to stdout; live progress, questions and errors go to stderr, so
 `bigloop run --json ... > out.json` stays machine-readable. Everything shown goes through
 a `Redactor` first (by default: URL credentials, key formats, and the values of secret
-environment variables), so secrets never reach the terminal.
+environment variables), so secrets never reach the terminal; and text from models, tools
+and files is shown as text (`shown`): neither rich markup nor terminal escape sequences in
+it take effect.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +31,21 @@ if TYPE_CHECKING:
     from bigloop.registry import Hit
     from bigloop.trace.records import RunResult, Step
     from bigloop.trace.store import RunSummary
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters other than newline and tab: escape sequences (ESC, CSI), bells,
+carriage returns and backspaces that would move the cursor or retitle the terminal."""
+
+
+def shown(text: object, limit: int | None = None) -> str:
+    """`text` (cut at `limit` characters) as rich markup that shows it exactly: markup
+    escaped, control characters made visible (`\\x1b`), so that a file or a model cannot
+    colour, rewrite or retitle the terminal."""
+    from rich.markup import escape
+
+    value = str(text) if limit is None else str(text)[:limit]
+    return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value))
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -71,7 +89,7 @@ class Terminal:
         from rich.prompt import Prompt
 
         with self._paused():
-            return Prompt.ask(f"[bold yellow]?[/] {question}", console=self.err)
+            return Prompt.ask(f"[bold yellow]?[/] {shown(question)}", console=self.err)
 
     def _confirm(self, call: ToolCall, spec: ToolSpec) -> bool:
         from rich.prompt import Confirm
@@ -121,14 +139,14 @@ class Terminal:
             print(json.dumps(result_json(result, self.redactor), indent=2, default=str))
             return
         if result.answer is not None:
-            self.out.print(f"\n[bold green]Answer:[/] {result.answer}")
+            self.out.print(f"\n[bold green]Answer:[/] {shown(result.answer)}")
         elif result.status == "input_required":
             self.out.print(
-                f"\n[bold yellow]Question:[/] {result.question}\n"
+                f"\n[bold yellow]Question:[/] {shown(result.question)}\n"
                 f"Answer it with: bigloop resume {result.run_id} --answer '...'"
             )
         else:
-            self.out.print(f"\n[bold red]No answer[/] ({result.status}): {result.error}")
+            self.out.print(f"\n[bold red]No answer[/] ({result.status}): {shown(result.error)}")
         self.out.print(summary_line(result))
 
 
@@ -145,12 +163,10 @@ def summary_line(result: RunResult) -> str:
 def approval_request(call: ToolCall, redactor: Redactor | None = None) -> str:
     """The exact call an approver is asked about, as rich markup: the tool's name and
     every argument, in full (secrets redacted)."""
-    from rich.markup import escape
-
     arguments = json.dumps(_redactor(redactor).value(call.arguments), ensure_ascii=False)
     return (
-        f"[bold red]![/] [bold]{escape(call.name)}[/] cannot be undone. "
-        f"Arguments: {escape(arguments)}"
+        f"[bold red]![/] [bold]{shown(call.name)}[/] cannot be undone. "
+        f"Arguments: {shown(arguments)}"
     )
 
 
@@ -161,39 +177,34 @@ def _redactor(redactor: Redactor | None) -> Redactor:
 def step_line(step: Step, redactor: Redactor | None = None) -> str:
     """One step as a line of rich markup: a model turn's calls, a tool's result, a question
     (secrets redacted; default `Redactor.from_env()`)."""
-    from rich.markup import escape
-
     step = _redactor(redactor).step(step)
-
+    tokens = f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
     if step.kind == "model" and isinstance(step.input, dict) and "role" in step.input:
-        return (
-            f"[cyan]{step.index:>3} {step.input['role']}[/] {escape(str(step.output)[:300])} "
-            f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
-        )
+        role = shown(step.input["role"])
+        return f"[cyan]{step.index:>3} {role}[/] {shown(step.output, 300)} {tokens}"
     if step.kind == "model":
         calls = step.message.tool_calls if step.message else []
-        what = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls) or (
-            "answer" if step.error is None else f"[red]{step.error}[/]: {step.output}"
-        )
-        return (
-            f"[cyan]{step.index:>3} model[/] {escape(what)} "
-            f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
-        )
+        what = shown(", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls))
+        if not calls:
+            what = "answer"
+            if step.error is not None:
+                what = f"[red]{shown(step.error)}[/]: {shown(step.output)}"
+        return f"[cyan]{step.index:>3} model[/] {what} {tokens}"
     if step.kind == "ask":
-        return f"[yellow]{step.index:>3} ask[/]   {escape(str(step.output)[:200])}"
-    mark = "[green]→[/]" if step.error is None else f"[red]✗ {step.error}[/]"
-    output = escape(str(step.output)[:200])
+        return f"[yellow]{step.index:>3} ask[/]   {shown(step.output, 200)}"
+    mark = "[green]→[/]" if step.error is None else f"[red]✗ {shown(step.error)}[/]"
     ms = step.seconds * 1000
-    return f"[magenta]{step.index:>3} tool[/]  {step.name} {mark} {output} [dim]{ms:.1f} ms[/]"
+    return (
+        f"[magenta]{step.index:>3} tool[/]  {shown(step.name)} {mark} {shown(step.output, 200)} "
+        f"[dim]{ms:.1f} ms[/]"
+    )
 
 
 def print_trace(console: Console, result: RunResult, redactor: Redactor | None = None) -> None:
     """A recorded run: its header, every step, the summary (secrets redacted)."""
-    from rich.markup import escape
-
     redactor = _redactor(redactor)
     result = redactor.result(result)
-    console.print(f"[bold]run {result.run_id}[/] · {result.status} · {escape(result.task)}")
+    console.print(f"[bold]run {result.run_id}[/] · {result.status} · {shown(result.task)}")
     for step in result.steps:
         console.print(step_line(step, redactor))
     console.print(summary_line(result))
@@ -213,7 +224,6 @@ def result_json(result: RunResult, redactor: Redactor | None = None) -> dict[str
 
 def runs_table(runs: Sequence[RunSummary], redactor: Redactor | None = None) -> Table:
     """Recorded runs, one row each (secrets redacted)."""
-    from rich.markup import escape
     from rich.table import Table
 
     redactor = _redactor(redactor)
@@ -227,7 +237,7 @@ def runs_table(runs: Sequence[RunSummary], redactor: Redactor | None = None) -> 
             str(r.tool_calls),
             str(r.prompt_tokens + r.completion_tokens),
             seconds,
-            escape(redactor.text(r.task)[:60]),
+            shown(redactor.text(r.task), 60),
         )
     return table
 

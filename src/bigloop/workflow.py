@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bigloop._errors import ModelRetry, ToolFailure, UserError
-from bigloop.atoms.tool import Tool
+from bigloop.atoms.tool import EFFECTS, Effect, Tool
 from bigloop.schedule.plan import in_cycles
 
 _NAME_REF = re.compile(r"\$([A-Za-z_]\w*)")
@@ -125,9 +125,18 @@ class Workflow:
         except json.JSONDecodeError:
             return text
 
+    @property
+    def effect(self) -> Effect:
+        """The strongest effect of its steps ("irreversible" > "write" > "read")."""
+        return max((s.tool.effect for s in self.steps), key=EFFECTS.index, default="read")
+
     def as_tool(self) -> Tool:
         """The workflow as one tool: its inputs are the arguments; it returns the output
-        step's result, or every step's result."""
+        step's result, or every step's result.
+
+        The tool's effect is the strongest of its steps' (`effect`), and it is idempotent
+        only when every step is: a workflow with an irreversible step is called only when
+        approved, like the step itself (`bigloop.schedule.approval`)."""
         properties = {k: {"type": _json_type(t)} for k, t in self.inputs.items()}
 
         async def run(**arguments: Any) -> Any:
@@ -139,6 +148,8 @@ class Workflow:
             self.description,
             {"type": "object", "properties": properties, "required": list(self.inputs)},
             run,
+            effect=self.effect,
+            idempotent=all(s.tool.idempotent for s in self.steps),
         )
 
 

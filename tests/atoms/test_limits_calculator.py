@@ -77,3 +77,12 @@ def test_long_and_deeply_nested_expressions_are_refused() -> None:
         evaluate("1+" * 2000 + "1")
     with pytest.raises(CalculatorError):
         evaluate("-" * 900 + "1")
+
+
+def test_a_result_that_is_not_a_real_number_is_refused() -> None:
+    for expression in ("(-8)**0.5", "(-8) ** (1/3)", "2 * (-1)**0.5"):
+        with pytest.raises(CalculatorError, match="not a real number"):
+            evaluate(expression)
+    assert evaluate("(-8)**2") == 64 and evaluate("8 ** (1/3)") == pytest.approx(2.0)
+    with pytest.raises(ToolFailure, match="not a real number"):
+        asyncio.run(calculator.call({"expression": "(-8)**0.5"}))

@@ -86,6 +86,8 @@ def test_attach_cannot_create_or_read_other_files(shop: Path, tmp_path: Path) ->
     target = tmp_path / "new.db"
     with pytest.raises(ToolFailure, match="too many attached databases"):
         run(query, query=f"ATTACH 'file:{target}?mode=rwc' AS n")
+    with pytest.raises(ToolFailure, match="too many attached databases"):
+        run(query, query=f"VACUUM INTO '{target}'")
     assert not target.exists()
 
 

@@ -64,6 +64,8 @@ def test_huge_integers_render_without_raising() -> None:
     assert text.startswith("1.00000e+5000")
     assert "5001 digits" in text
     assert "5001 digits" in render_result([10**5000], 4000)
+    # Found by test_fuzz_render_result: the magnitude's text ignored a cap shorter than it.
+    assert render_result(10**5000, 1) == "1… [truncated 66 characters]"
 
 
 def test_rendering_is_bounded_before_materialising() -> None:

@@ -37,3 +37,28 @@ def test_cards_learn_reliability_and_latency_from_traces(tmp_path: Path) -> None
     assert card.reliability == 0.5
     assert card.latency_s == seen["flaky"].p50_s
     assert untraced == never_called.card
+
+
+def test_a_denied_call_is_not_a_failure_of_the_tool(tmp_path: Path) -> None:
+    @tool(effect="irreversible")
+    def wipe(folder: str) -> str:
+        """Delete a folder for good."""
+        return "wiped"
+
+    def call(folder: str) -> str:
+        return json.dumps({"tool_calls": [{"name": "wipe", "arguments": {"folder": folder}}]})
+
+    store = TraceStore(tmp_path / "t.db")
+    Loop(ScriptedModel([call("a"), answer("no")]), [wipe], store=store).run_sync("Wipe a.")
+    denied = observe(store)
+    assert "wipe" not in denied  # denied by the gate: never called, so never failed
+    approved = Loop(
+        ScriptedModel([call("b"), answer("ok")]),
+        [wipe],
+        store=store,
+        approve=lambda c, spec: True,
+    )
+    approved.run_sync("Wipe b.")
+    assert [s.error for s in store.step_outcomes({"tool"})] == ["denied", None]
+    seen = observe(store)
+    assert (seen["wipe"].calls, seen["wipe"].success_rate) == (1, 1.0)

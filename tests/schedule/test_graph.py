@@ -238,3 +238,27 @@ def test_a_streamed_plan_is_held_to_the_cost_and_step_time_budgets() -> None:
     ).run_sync("1+2?")
     assert hung.status == "budget_exceeded"
     assert hung.error == "A model turn took longer than 0.05 s."
+
+
+def test_steps_that_finish_together_are_recorded_in_plan_order() -> None:
+    """Eight calls released at once finish in the same turn of the event loop; they are
+    recorded (and numbered) in the order of the plan, not in the order of a set."""
+    started: list[int] = []
+    release = asyncio.Event()
+
+    @tool
+    async def together(n: int) -> int:
+        """Wait for the others, then return n."""
+        started.append(n)
+        if len(started) == 8:
+            release.set()
+        await release.wait()
+        return n
+
+    steps = [("together", {"n": n}) for n in range(1, 9)]
+    model = ScriptedModel([plan(*steps), answer("done")])
+    result = Loop(model, [together], planner=GraphPlanner(stream=False)).run_sync("Eight at once.")
+    assert result.status == "ok", result.error
+    assert [(s.index, s.message.tool_call_id) for s in result.tool_steps if s.message] == [
+        (n, f"${n}") for n in range(1, 9)
+    ]

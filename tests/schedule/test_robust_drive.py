@@ -3,6 +3,7 @@ a traceback out of `Loop.run`), and its trace is written."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bigloop import (
+    Budget,
     FunctionModel,
     Loop,
     Message,
@@ -79,6 +81,21 @@ def test_a_chat_model_that_returns_something_else_fails_the_run_clearly(tmp_path
     result = Loop(Odd(), [echo], store=store).run_sync("hi")  # type: ignore[arg-type]
     assert result.status == "failed" and store.run(result.run_id).status == "failed"
     assert "returned dict from chat(), not a ModelResponse" in (result.error or "")
+
+
+def test_a_model_that_never_answers_is_stopped_by_the_step_time_limit(tmp_path: Path) -> None:
+    async def never(messages: list[Message], tools: list[ToolSpec]) -> str:
+        await asyncio.Event().wait()
+        return answer("never")
+
+    store = TraceStore(tmp_path / "t.db")
+    loop = Loop(FunctionModel(never), [echo], store=store, budget=Budget(max_step_seconds=0.1))
+    result = loop.run_sync("echo hi")
+    assert (result.status, result.error) == (
+        "budget_exceeded",
+        "A model turn took longer than 0.1 s.",
+    )
+    assert store.run(result.run_id).status == "budget_exceeded"
 
 
 def test_a_hook_that_raises_fails_the_run(tmp_path: Path) -> None:

@@ -231,6 +231,54 @@ def test_the_live_hook_sends_steps_while_the_run_goes_on(tmp_path: Path) -> None
     assert attrs(root)["bigloop.run.status"] == "ok"
 
 
+def test_the_live_hook_redacts_what_it_sends_as_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Live steps hold the real values (the loop needs them); the spans get them redacted:
+    a declared secret, a secret-named argument, and an environment variable's secret."""
+    monkeypatch.setenv("SHOP_API_KEY", "envsecret-4242-abcd")
+
+    @tool
+    def login(user: str, password: str) -> str:
+        """Log a user in."""
+        return f"session for {user}: token hunter2-prod-9 (key envsecret-4242-abcd)"
+
+    script = [
+        calls(("login", {"user": "ann", "password": "pa55-word-x"})),
+        json.dumps({"answer": "Logged in with hunter2-prod-9."}),
+    ]
+    store = TraceStore(tmp_path / "traces.db")
+    loop = Loop(ScriptedModel(script), [login], store=store, secrets=["hunter2-prod-9"])
+    with otlp_receiver() as receiver:
+        with OtelHook(
+            receiver.url, capture_content=True, flush_seconds=0.05, redactor=store.redactor
+        ) as hook:
+            result = loop.run_sync("Log ann in; password hunter2-prod-9.", on_step=hook)
+            hook.end_run(result)
+    assert result.tool_steps[0].output.startswith("session for ann: token hunter2-prod-9")
+    sent = " ".join(json.dumps(attrs(s)) for s in receiver.spans())
+    for secret in ("hunter2-prod-9", "pa55-word-x", "envsecret-4242-abcd"):
+        assert secret not in sent
+    (call,) = receiver.named("execute_tool login")
+    assert json.loads(attrs(call)["gen_ai.tool.call.arguments"]) == {
+        "user": "ann",
+        "password": "[REDACTED]",
+    }
+    assert attrs(call)["gen_ai.tool.call.result"] == (
+        "session for ann: token [REDACTED] (key [REDACTED])"
+    )
+    (root,) = receiver.named("invoke_agent")
+    assert attrs(root)["bigloop.run.task"] == "Log ann in; password [REDACTED]."
+
+
+def test_the_live_hook_redacts_with_the_environment_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SHOP_API_KEY", "envsecret-4242-abcd")
+    with otlp_receiver() as receiver, OtelHook(receiver.url, capture_content=True) as hook:
+        assert hook.redactor.text("key envsecret-4242-abcd") == "key [REDACTED]"
+
+
 def test_questions_to_the_user_are_events_and_failures_errors(tmp_path: Path) -> None:
     store = TraceStore(tmp_path / "traces.db")
     store.start_run("asked0000001", "Weather?", "m", {"base_url": "http://127.0.0.1:1/v1"})

@@ -18,6 +18,7 @@ import pytest
 from bigloop import FunctionModel, Loop, Message, ToolSpec, TraceStore, UserError, tool
 from bigloop.atoms.models.base import ToolCall
 from bigloop.trace.records import Step
+from bigloop.trace.store import SCHEMA_VERSION
 
 PYTHONPATH = {k: v for k, v in os.environ.items() if k == "PYTHONPATH"}
 
@@ -82,7 +83,7 @@ def test_a_file_of_the_layout_before_versions_is_upgraded_and_resumed(tmp_path: 
     with sqlite3.connect(path) as db:
         db.executescript(LEGACY)
     store = TraceStore(path)
-    assert store._db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     interrupted(store)
     paid: list[int] = []
     result = asyncio.run(payer(store, paid).resume("run1"))
@@ -139,3 +140,36 @@ def test_an_in_memory_store_creates_no_file(
     interrupted(store)
     assert store.run("run1").status == "interrupted"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_id_prefix_is_text_not_a_pattern(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path / "t.db")
+    for run_id in ("abc123", "abc1234", "x_y"):
+        store.start_run(run_id, "t", "m", {})
+    for pattern in ("%", "_bc", "a%3", "x%"):
+        with pytest.raises(UserError, match="No run matches"):
+            store.run(pattern)
+    assert store.run("abc123").run_id == "abc123"  # exact, though also a prefix of another
+    assert store.run("abc1234").run_id == "abc1234"
+    assert store.run("x_").run_id == "x_y"
+    with pytest.raises(UserError, match="More than one run matches id 'abc'"):
+        store.run("abc")
+
+
+def test_reading_a_trace_file_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "sub" / "traces.db"
+    with pytest.raises(UserError, match=r"No trace DB at .*no run has been recorded there"):
+        TraceStore(missing, create=False)
+    for command in (["trace", "list"], ["trace", "show", "abc"], ["resume", "abc"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "bigloop", *command, "--trace-db", str(missing)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"BIGLOOP_HOME": str(tmp_path), "PATH": "", **PYTHONPATH},
+        )
+        assert out.returncode == 2, out.stderr
+        assert "No trace DB at" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "nope").exists()
+    TraceStore(missing).close()  # a writer creates it
+    assert TraceStore(missing, create=False).runs() == []

@@ -8,10 +8,18 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from bigloop import TraceStore
+from bigloop import Loop, ScriptedModel, TraceStore, tool
 from bigloop.ui import create_app
 from bigloop.ui.server import STATIC, allowed_hosts_for
-from tests.ui.runs import XSS, add_live_step, graph_run, react_run, start_live_run
+from tests.ui.runs import (
+    XSS,
+    add_live_step,
+    answer,
+    calls,
+    graph_run,
+    react_run,
+    start_live_run,
+)
 
 
 @pytest.fixture
@@ -36,7 +44,7 @@ def test_run_list_has_what_the_table_shows(store: TraceStore, client: TestClient
     assert row["steps"] == 8 and row["tool_calls"] == 4
     assert row["tokens"] == summary.prompt_tokens + summary.completion_tokens > 0
     assert row["seconds"] == pytest.approx(summary.ended_at - summary.started_at)  # type: ignore[operator]
-    assert row["cost"] is None  # the store does not record cost
+    assert row["cost"] == summary.cost == 0.0  # a scripted model's card costs nothing
     assert client.get("/api/runs?limit=1").json()["runs"][0]["run_id"] == graph
 
 
@@ -74,6 +82,26 @@ def test_a_run_shows_calls_results_errors_and_repairs(
     ]
     assert all(s["offset"] >= 0 for s in steps)
     assert [s["index"] for s in client.get(f"/api/runs/{run_id}?since=6").json()["steps"]] == [6, 7]
+
+
+def test_a_denied_call_is_shown_as_refused(store: TraceStore, client: TestClient) -> None:
+    @tool(effect="irreversible")
+    def wipe(folder: str) -> str:
+        """Delete a folder for good."""
+        raise AssertionError("a denied call is never made")
+
+    model = ScriptedModel([calls(("wipe", {"folder": "inbox"})), answer("It needs approval.")])
+    run_id = Loop(model, [wipe], store=store).run_sync("Wipe my inbox.").run_id
+    steps = client.get(f"/api/runs/{run_id}").json()["steps"]
+    assert [(s["kind"], s["error"]) for s in steps] == [
+        ("model", None),
+        ("tool", "denied"),
+        ("model", None),
+    ]
+    assert steps[1]["repairs"] == [
+        "the call cannot be undone and was not approved, so it was not made; the denial went "
+        "back to the model"
+    ]
 
 
 def test_the_plan_graph_of_a_graph_run(store: TraceStore, client: TestClient) -> None:

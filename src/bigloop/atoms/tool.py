@@ -283,8 +283,8 @@ _INT_BITS_SHOWN = 14_000  # str() refuses ints over 4,300 digits (about 14,284 b
 def _encode_bounded(result: Any, limit: int) -> tuple[str, int, str]:
     """`result` as JSON (else its repr) up to `limit` characters; how much was cut, and
     the note saying so."""
-    if isinstance(shown := _shown_int(result), str):
-        return shown, 0, ""
+    if isinstance(shown := _shown_int(result), str):  # capped like any text
+        return shown[:limit], len(shown) - limit, f"[truncated {len(shown) - limit} characters]"
     try:
         return _json_prefix(result, limit)
     except ValueError:  # an int too long for str inside a structure (or a cycle)

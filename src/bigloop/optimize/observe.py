@@ -10,6 +10,10 @@ from dataclasses import dataclass, replace
 from bigloop.atoms.card import AtomCard
 from bigloop.trace.store import StepOutcome, TraceStore
 
+NOT_MADE = {"denied"}
+"""Step errors of tool calls that were never made (the approval gate refused them): they
+say nothing about the tool, so they are not counted as its calls."""
+
 
 @dataclass(kw_only=True)
 class Observed:
@@ -25,9 +29,11 @@ class Observed:
 
 def observe(store: TraceStore) -> dict[str, Observed]:
     """Per atom (tool or model) in a trace store: calls, success rate, p50/p95 seconds,
-    tokens per call."""
+    tokens per call. A call the approval gate denied was not made, so it is not counted."""
     by: dict[str, list[StepOutcome]] = {}
     for step in store.step_outcomes(kinds={"tool", "model"}):
+        if step.kind == "tool" and step.error in NOT_MADE:
+            continue
         by.setdefault(step.name, []).append(step)
     out = {}
     for name, steps in by.items():

@@ -259,7 +259,9 @@ class GraphPlanner:
                 if not running:
                     return
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for future in done:
+                # `done` is a set: in the order they were started, so steps that finish
+                # together are recorded in plan order, whatever their futures' hashes.
+                for future in [f for f in running if f in done]:
                     owner = running.pop(future)
                     if owner is not None:
                         yield self._record(ctx, g, owner, future.result())

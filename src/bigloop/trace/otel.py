@@ -17,7 +17,9 @@ is added) or its full traces URL; without one, `$OTEL_EXPORTER_OTLP_TRACES_ENDPO
 `$OTEL_EXPORTER_OTLP_ENDPOINT` as the OpenTelemetry SDKs read them.
 
 What the model and tools said (prompts, replies, arguments, results, the task) is not
-sent unless `capture_content=True`: trace backends are often shared.
+sent unless `capture_content=True`: trace backends are often shared. When it is, secrets
+are redacted first: `export_run` reads the store, which never holds them; `OtelHook` sees
+live steps and redacts them with its `redactor` (the CLI passes the trace store's).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from bigloop._errors import UserError
 from bigloop.trace.records import RunResult, Step, message_to_dict
+from bigloop.trace.redact import Redactor
 from bigloop.trace.store import TraceStore
 
 TRACES_PATH = "/v1/traces"
@@ -260,6 +263,10 @@ class OtelHook:
     Args:
         endpoint: a collector's base or traces URL (default: from the environment).
         provider: `gen_ai.provider.name` ("openai" for OpenAI-compatible servers).
+        capture_content: also send prompts, replies, arguments, results and the task,
+            redacted by `redactor`.
+        redactor: what never leaves the process (default: `Redactor.from_env()`; pass
+            the trace store's, `loop.store.redactor`, to hide the loop's `secrets` too).
         exporter: send spans elsewhere than OTLP/HTTP (tests, other protocols).
     """
 
@@ -271,6 +278,7 @@ class OtelHook:
         capture_content: bool = False,
         timeout: float = 10.0,
         flush_seconds: float = 1.0,
+        redactor: Redactor | None = None,
         exporter: SpanExporter | None = None,
     ) -> None:
         if exporter is None:
@@ -281,8 +289,11 @@ class OtelHook:
         self._spans = _Spans(self._provider, capture_content=capture_content, gen_ai=provider)
         self._roots: dict[str, tuple[Span, int, int, int]] = {}
         self._lock = threading.Lock()
+        self.redactor = redactor if redactor is not None else Redactor.from_env()
 
     def __call__(self, step: Step) -> None:
+        if self._spans.capture_content:
+            step = self.redactor.step(step)
         with self._lock:
             root, prompt, completion, count = self._open(step.run_id, step.name, step.started_at)
             self._spans.step(root, step)
@@ -307,11 +318,11 @@ class OtelHook:
                 self._open(result.run_id, model, time.time())
             root = self._roots.pop(result.run_id)[0]
             if self._spans.capture_content:
-                root.set_attribute("bigloop.run.task", result.task)
+                root.set_attribute("bigloop.run.task", self.redactor.text(result.task))
             self._spans.end_root(
                 root,
                 status=result.status,
-                error=result.error,
+                error=None if result.error is None else self.redactor.text(result.error),
                 usage=(result.usage.prompt_tokens, result.usage.completion_tokens),
                 steps=len(result.steps),
                 ended_at=time.time(),

@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from bigloop.atoms.models.base import Message, ToolCall, Usage
 
-StepKind = Literal["model", "tool", "ask"]
+StepKind = Literal["model", "tool", "ask", "message", "adapt"]
+"""Also "message", one exchange between agents of a team (`bigloop.team`), and "adapt", a
+value a model converted to fit an atom's input (`bigloop.schedule.adapt`)."""
 RunStatus = Literal["running", "ok", "budget_exceeded", "failed", "interrupted", "input_required"]
 
 

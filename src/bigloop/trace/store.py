@@ -40,9 +40,10 @@ from bigloop.trace.records import (
 )
 from bigloop.trace.redact import Redactor
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The trace file's layout. 1: runs, steps, intents (files written before the layout had a
-version say 0). 2: `runs.owner` and `runs.heartbeat`, who is running a run."""
+version say 0). 2: `runs.owner` and `runs.heartbeat`, who is running a run. 3: `runs.cost`,
+the run's cost so far (NULL for runs recorded before)."""
 
 STALE_SECONDS = 600.0
 """A run owned by a process on another host whose last step is older than this may be
@@ -60,7 +61,8 @@ _TABLES = (
     started_at REAL NOT NULL,
     ended_at REAL,
     owner TEXT,
-    heartbeat REAL
+    heartbeat REAL,
+    cost REAL
 )""",
     """CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -84,7 +86,7 @@ _TABLES = (
     PRIMARY KEY (run_id, call)
 )""",
 )
-_ADDED = {"runs": (("owner", "TEXT"), ("heartbeat", "REAL"))}
+_ADDED = {"runs": (("owner", "TEXT"), ("heartbeat", "REAL"), ("cost", "REAL"))}
 """Columns added since version 1, by table: the upgrade adds them to an older file."""
 _STEP_COLUMNS = (
     "run_id, idx, kind, name, input, output, error, seconds, prompt_tokens, "
@@ -92,7 +94,7 @@ _STEP_COLUMNS = (
 )
 _COLUMNS = {
     "runs": (
-        "run_id task model config status answer error started_at ended_at owner heartbeat"
+        "run_id task model config status answer error started_at ended_at owner heartbeat cost"
     ).split(),
     "steps": _STEP_COLUMNS.replace(",", "").split(),
     "intents": ["run_id", "call", "started_at"],
@@ -122,6 +124,9 @@ class RunSummary:
     prompt_tokens: int
     completion_tokens: int
     config: dict[str, Any]
+    cost: float | None = None
+    """The run's cost from the atoms' cards, as of its last recorded step; None for a run
+    recorded before bigloop stored costs."""
 
 
 @dataclass(kw_only=True)
@@ -145,15 +150,29 @@ class TraceStore:
         redactor: what never reaches the file (default: `Redactor.from_env()`: URL
             credentials, key formats, secret environment variables). A resumed run sees
             `[REDACTED]` where a value was redacted.
+        create: create the file (and its folder) when it does not exist; False for
+            readers, which have nothing to read in a new file.
 
     Raises:
         UserError: `path` is a folder, is not a SQLite file, was written by a newer
-            bigloop, or holds tables of something else; or it cannot be created.
+            bigloop, or holds tables of something else; or it cannot be created; or, with
+            `create=False`, it does not exist.
     """
 
-    def __init__(self, path: str | Path | None = None, *, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        redactor: Redactor | None = None,
+        create: bool = True,
+    ) -> None:
         self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.path = Path(path) if path is not None else default_home() / "traces.db"
+        if not create and str(self.path) != ":memory:" and not self.path.exists():
+            raise UserError(
+                f"No trace DB at {self.path}: no run has been recorded there. Check the "
+                "path (--trace-db), or record a run first with `bigloop run`."
+            )
         self._db = _open(self.path)
 
     def close(self) -> None:
@@ -179,7 +198,9 @@ class TraceStore:
                 (run_id, valid_text(task), valid_text(model), _dump(config), now, owner, now),
             )
 
-    def add_step(self, step: Step) -> None:
+    def add_step(self, step: Step, *, cost: float | None = None) -> None:
+        """Record a completed step; `cost`, the run's cost so far, with it (a run killed
+        later keeps what it cost up to here)."""
         step = self.redactor.step(step)
         with self._tx() as db:
             db.execute(
@@ -199,7 +220,10 @@ class TraceStore:
                     step.started_at,
                 ),
             )
-            db.execute("UPDATE runs SET heartbeat = ? WHERE run_id = ?", (time.time(), step.run_id))
+            db.execute(
+                "UPDATE runs SET heartbeat = ?, cost = COALESCE(?, cost) WHERE run_id = ?",
+                (time.time(), cost, step.run_id),
+            )
 
     def add_intent(self, run_id: str, call: str) -> None:
         """Record, before it starts, a call that must not run twice (a non-idempotent tool).
@@ -218,14 +242,23 @@ class TraceStore:
         return {r[0] for r in rows}
 
     def finish_run(
-        self, run_id: str, status: RunStatus, answer: str | None, error: str | None
+        self,
+        run_id: str,
+        status: RunStatus,
+        answer: str | None,
+        error: str | None,
+        *,
+        cost: float | None = None,
     ) -> None:
+        """Record how a run ended; `cost`, what the whole run cost (None keeps the cost
+        recorded with its last step)."""
         answer = None if answer is None else self.redactor.text(answer)
         error = None if error is None else self.redactor.text(error)
         with self._tx() as db:
             db.execute(
-                "UPDATE runs SET status = ?, answer = ?, error = ?, ended_at = ? WHERE run_id = ?",
-                (status, _text(answer), _text(error), time.time(), run_id),
+                "UPDATE runs SET status = ?, answer = ?, error = ?, ended_at = ?, "
+                "cost = COALESCE(?, cost) WHERE run_id = ?",
+                (status, _text(answer), _text(error), time.time(), cost, run_id),
             )
 
     def claim(self, run_id: str) -> bool:
@@ -312,14 +345,35 @@ class TraceStore:
         ]
 
     def runs(self, limit: int = 20) -> list[RunSummary]:
+        """The newest `limit` runs, newest first."""
+        return self._summaries("", (), limit)
+
+    def run(self, run_id: str) -> RunSummary:
+        """One run's summary; a unique prefix of its id is enough (the exact id always is).
+
+        Raises:
+            UserError: no run, or several runs, match `run_id`.
+        """
+        if exact := self._summaries("WHERE r.run_id = ?", (run_id,), 1):
+            return exact[0]
+        prefix = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        matches = self._db.execute(
+            "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2", (prefix + "%",)
+        ).fetchall()
+        if len(matches) != 1:
+            what = "No run" if not matches else "More than one run"
+            raise UserError(f"{what} matches id {run_id!r}; see `bigloop trace list`.")
+        return self._summaries("WHERE r.run_id = ?", (matches[0][0],), 1)[0]
+
+    def _summaries(self, where: str, params: tuple[Any, ...], limit: int) -> list[RunSummary]:
         rows = self._db.execute(
             "SELECT r.run_id, r.task, r.model, r.status, r.answer, r.error, r.started_at, "
-            "r.ended_at, r.config, COUNT(s.idx), "
+            "r.ended_at, r.config, r.cost, COUNT(s.idx), "
             "COALESCE(SUM(s.kind = 'tool'), 0), COALESCE(SUM(s.prompt_tokens), 0), "
             "COALESCE(SUM(s.completion_tokens), 0) "
-            "FROM runs r LEFT JOIN steps s ON s.run_id = r.run_id "
+            f"FROM runs r LEFT JOIN steps s ON s.run_id = r.run_id {where} "
             "GROUP BY r.run_id ORDER BY r.started_at DESC LIMIT ?",
-            (limit,),
+            (*params, limit),
         ).fetchall()
         return [
             RunSummary(
@@ -332,28 +386,14 @@ class TraceStore:
                 started_at=r[6],
                 ended_at=r[7],
                 config=json.loads(r[8]),
-                steps=r[9],
-                tool_calls=r[10],
-                prompt_tokens=r[11],
-                completion_tokens=r[12],
+                cost=r[9],
+                steps=r[10],
+                tool_calls=r[11],
+                prompt_tokens=r[12],
+                completion_tokens=r[13],
             )
             for r in rows
         ]
-
-    def run(self, run_id: str) -> RunSummary:
-        """One run's summary; a unique prefix of its id is enough.
-
-        Raises:
-            UserError: no run, or several runs, match `run_id`.
-        """
-        matches = self._db.execute(
-            "SELECT run_id FROM runs WHERE run_id LIKE ? LIMIT 2", (run_id + "%",)
-        ).fetchall()
-        if len(matches) != 1:
-            what = "No run" if not matches else "More than one run"
-            raise UserError(f"{what} matches id {run_id!r}; see `bigloop trace list`.")
-        full = matches[0][0]
-        return next(s for s in self.runs(limit=1_000_000) if s.run_id == full)
 
     def result(self, run_id: str) -> RunResult:
         summary = self.run(run_id)
@@ -371,6 +411,7 @@ class TraceStore:
             error=summary.error,
             steps=steps,
             usage=usage,
+            cost=summary.cost or 0.0,
         )
 
 

@@ -2,7 +2,8 @@
 
 Everything here is derived from stored steps; nothing is recomputed by running anything:
 
-- a run: id, task, status, model, planner, tokens, cost (when the store records it), time;
+- a run: id, task, status, model, planner, tokens, cost (None for a run recorded before
+  the store kept costs), time;
 - a step: what it took and gave, the calls a model turn asked for, the routing decision
   and the model that answered, the question a step put to the user, and its repairs (a
   reply sent back as unreadable, a call refused or repeated, arguments adapted by the
@@ -24,6 +25,8 @@ from bigloop.trace.store import RunSummary
 _REFUSED = {
     "unknown_tool": "the model called a tool that does not exist; the error went back to it",
     "invalid_arguments": "the call's arguments were refused; the error went back to the model",
+    "denied": "the call cannot be undone and was not approved, so it was not made; the "
+    "denial went back to the model",
 }
 _PLAN_ROLES = ("plan", "join")
 
@@ -31,8 +34,6 @@ _PLAN_ROLES = ("plan", "join")
 def run_view(summary: RunSummary) -> dict[str, Any]:
     """A run's row: what the run list and the run's header show."""
     end = summary.ended_at if summary.ended_at is not None else time.time()
-    # The store does not record a run's cost yet; show it once a store does.
-    cost = getattr(summary, "cost", None)
     return {
         "run_id": summary.run_id,
         "task": summary.task,
@@ -50,7 +51,7 @@ def run_view(summary: RunSummary) -> dict[str, Any]:
         "prompt_tokens": summary.prompt_tokens,
         "completion_tokens": summary.completion_tokens,
         "tokens": summary.prompt_tokens + summary.completion_tokens,
-        "cost": cost,
+        "cost": summary.cost,
     }
 
 

@@ -125,6 +125,11 @@ def _eval(node: ast.AST, depth: int) -> Any:
 
 
 def _bounded(value: Any) -> Any:
+    if isinstance(value, complex):
+        raise CalculatorError(
+            "The result is not a real number (a fractional power of a negative number, "
+            "e.g. (-8) ** 0.5); this calculator works with real numbers only."
+        )
     if isinstance(value, int) and value.bit_length() > _MAX_BITS:
         raise CalculatorError(
             f"The result is too large: an integer of about {_digits(value.bit_length())} "

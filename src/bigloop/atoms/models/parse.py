@@ -67,6 +67,11 @@ def parse_reply(raw: str) -> ParsedReply:
         return ParsedReply(calls=calls)
     if answer is not None:
         return ParsedReply(text=answer)
+    if any(_malformed_call(v) for v in values):
+        return ParsedReply(
+            error='A call\'s "name" must be the name of a tool, as text: '
+            '{"tool_calls": [{"name": "...", "arguments": {...}}]}.'
+        )
     if broken and text.lstrip().startswith(("{", "[", "```", "<tool_call>")):
         return ParsedReply(
             error=f"Your reply was not valid JSON ({broken}). Reply with a single JSON object."
@@ -137,6 +142,25 @@ def _interpret(value: Any, depth: int = 0) -> tuple[list[tuple[str, Any]], str |
     if answer is not None:
         return [], answer if isinstance(answer, str) else _json_text(answer)
     return [], None
+
+
+def _malformed_call(value: Any, depth: int = 0) -> bool:
+    """Whether `value` holds something shaped like a call whose name is not text
+    (`{"name": 123, "arguments": {}}`): a broken call, not an answer."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(value, list):
+        return any(_malformed_call(v, depth + 1) for v in value)
+    if not isinstance(value, dict):
+        return False
+    for key in ("tool_calls", "calls", "function_calls"):
+        if isinstance(value.get(key), list):
+            return _malformed_call(value[key], depth + 1)
+    if isinstance(value.get("function"), dict):
+        return _malformed_call(value["function"], depth + 1)
+    name = value.get("name")
+    has_arguments = any(k in value for k in ("arguments", "parameters", "args"))
+    return has_arguments and not (isinstance(name, str) and name)
 
 
 def _json_text(value: Any) -> str:

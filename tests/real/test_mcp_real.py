@@ -1,0 +1,35 @@
+"""The embedded model with a third-party MCP server's tools (mcp-server-time, over
+stdio): it must call get_current_time for Tokyo and answer with the time the server
+gave."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from bigloop import LocalModel, Loop, TraceStore
+from bigloop.atoms.mcp_client import McpServer
+
+pytestmark = pytest.mark.real
+
+TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
+
+
+def test_what_time_is_it_in_tokyo(embedded: LocalModel, tmp_path: Path) -> None:
+    store = TraceStore(tmp_path / "traces.db")
+    with McpServer(TIME_SERVER) as server:
+        loop = Loop(embedded, server.tools(), store=store)
+        result = loop.run_sync("What time is it in Tokyo?")
+    assert result.status == "ok", result.error
+    calls = [s for s in result.steps if s.kind == "tool"]
+    assert calls, "no tool was called"
+    first = calls[0]
+    assert (first.name, first.error) == ("get_current_time", None)
+    assert first.input == {"timezone": "Asia/Tokyo"}
+    told = json.loads(str(first.output))
+    hour, minute = told["datetime"][11:13], told["datetime"][14:16]
+    assert re.search(rf"\b0?{int(hour)}:{minute}\b", result.answer or ""), result.answer

@@ -1,0 +1,294 @@
+"""Orchestrator–workers with scripted models: the coordinator's plan, delegations as
+message steps (concurrent when independent), the merge, tool workers through a semantic
+adapter, and a resumed run that does not redo finished work."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bigloop import FunctionModel, Message, ModelSettings, ToolSpec, TraceStore, UserError, tool
+from bigloop.team import Agent, Orchestrator
+
+
+def answer(text: str) -> str:
+    return json.dumps({"answer": text})
+
+
+def plan(*subtasks: dict[str, Any]) -> str:
+    return json.dumps({"subtasks": list(subtasks)})
+
+
+class Coordinator:
+    """A coordinator model: replies by role (the plan, then the merge), and records what
+    it was asked."""
+
+    def __init__(self, plans: list[str], merged: str = "merged") -> None:
+        self.plans = plans
+        self.merged = merged
+        self.asked: list[tuple[str, list[Message], ModelSettings]] = []
+
+    def __call__(self, messages: list[Message], tools: list[ToolSpec], s: ModelSettings) -> str:
+        schema = s.response_schema or {}
+        role = "plan" if "subtasks" in schema.get("properties", {}) else "other"
+        if role == "other" and "answer" in schema.get("properties", {}):
+            role = "merge"
+        self.asked.append((role, messages, s))
+        if role == "plan":
+            return self.plans.pop(0)
+        if role == "merge":
+            return answer(self.merged)
+        raise AssertionError(f"unexpected coordinator turn: {schema}")
+
+    def roles(self) -> list[str]:
+        return [role for role, _, _ in self.asked]
+
+
+def worker(name: str, reply: str, *, delay: float = 0.0, tasks: list[str] | None = None) -> Agent:
+    async def respond(messages: list[Message], tools: list[ToolSpec]) -> str:
+        if tasks is not None:
+            tasks.append(messages[-1].content)
+        await asyncio.sleep(delay)
+        return answer(reply)
+
+    return Agent(name, FunctionModel(respond, name=f"{name}-model"), description=f"{name} worker.")
+
+
+def test_subtasks_go_to_the_workers_the_coordinator_picks_and_are_merged() -> None:
+    coordinator = Coordinator(
+        [
+            plan(
+                {"task": "Weather in Oslo today", "worker": "weather"},
+                {"task": "Convert 3 miles to km", "worker": "units"},
+            )
+        ],
+        merged="Oslo is 6 °C; 3 miles is 4.83 km.",
+    )
+    team = Orchestrator(
+        FunctionModel(coordinator, name="boss"),
+        [worker("weather", "6 °C", delay=0.3), worker("units", "4.83 km", delay=0.3)],
+    )
+    start = time.perf_counter()
+    result = team.run_sync("How warm is Oslo, and how many km are 3 miles?")
+    assert time.perf_counter() - start < 0.55  # the two workers ran together
+    assert result.status == "ok" and result.answer == "Oslo is 6 °C; 3 miles is 4.83 km."
+    assert result.planner == "orchestrator"
+    trace = [(s.kind, s.name, (s.input or {}).get("text"), s.output) for s in result.steps]
+    assert trace[0][:2] == ("model", "boss") and result.steps[0].input["role"] == "delegate"
+    assert sorted(trace[1:3]) == [
+        ("message", "coordinator→units", "Convert 3 miles to km", "4.83 km"),
+        ("message", "coordinator→weather", "Weather in Oslo today", "6 °C"),
+    ]
+    assert trace[3] == ("model", "boss", None, answer("Oslo is 6 °C; 3 miles is 4.83 km."))
+    assert result.steps[3].input["role"] == "merge"
+    assert coordinator.roles() == ["plan", "merge"]
+    merge_prompt = coordinator.asked[1][1][-1].content
+    assert "[1] Weather in Oslo today -> 6 °C" in merge_prompt
+    assert "[2] Convert 3 miles to km -> 4.83 km" in merge_prompt
+    plan_schema = coordinator.asked[0][2].response_schema or {}
+    item = plan_schema["properties"]["subtasks"]["items"]
+    assert item["properties"]["worker"] == {"enum": ["weather", "units"]}
+    assert "weather: weather worker." in coordinator.asked[0][1][0].content
+
+
+def test_a_subtask_that_needs_another_gets_its_result_and_waits_for_it() -> None:
+    tasks: list[str] = []
+    coordinator = Coordinator(
+        [
+            plan(
+                {"task": "Price of the hotel in Paris", "worker": "prices"},
+                {"task": "Convert the price to USD", "worker": "money", "needs": [1]},
+            )
+        ]
+    )
+    team = Orchestrator(
+        FunctionModel(coordinator),
+        [worker("prices", "120 EUR", delay=0.1), worker("money", "130 USD", tasks=tasks)],
+    )
+    result = team.run_sync("What does the Paris hotel cost in USD?")
+    assert [s.name for s in result.steps if s.kind == "message"] == [
+        "coordinator→prices",
+        "coordinator→money",
+    ]
+    assert tasks == ["Convert the price to USD\n\nResults you can use:\n[1] 120 EUR"]
+
+
+def test_one_subtask_is_answered_by_its_worker_without_a_merge() -> None:
+    coordinator = Coordinator([plan({"task": "3 miles in km", "worker": "units"})])
+    team = Orchestrator(FunctionModel(coordinator), [worker("units", "4.83 km")])
+    result = team.run_sync("3 miles in km?")
+    assert result.answer == "4.83 km"
+    assert coordinator.roles() == ["plan"]
+
+
+def test_no_subtasks_means_the_coordinator_answers_itself() -> None:
+    coordinator = Coordinator([plan()], merged="Hello!")
+    team = Orchestrator(FunctionModel(coordinator), [worker("units", "4.83 km")])
+    result = team.run_sync("Say hello.")
+    assert result.answer == "Hello!"
+    assert "(no subtasks" in coordinator.asked[1][1][-1].content
+
+
+def test_the_registry_picks_workers_by_their_cards() -> None:
+    coordinator = Coordinator(
+        [plan({"task": "Convert 3 miles to kilometres"}, {"task": "Forecast for Oslo weather"})]
+    )
+    units = Agent(
+        "units",
+        FunctionModel(lambda m, t: answer("4.83 km")),
+        description="Converts units of length, weight and temperature.",
+    )
+    weather = Agent(
+        "weather",
+        FunctionModel(lambda m, t: answer("rain")),
+        description="Weather forecasts for a city.",
+    )
+    team = Orchestrator(
+        FunctionModel(coordinator), [weather, units], choose="registry", search="bm25"
+    )
+    result = team.run_sync("3 miles in km, and will it rain in Oslo?")
+    assert [s.name for s in result.steps if s.kind == "message"] == [
+        "coordinator→units",
+        "coordinator→weather",
+    ] or [s.name for s in result.steps if s.kind == "message"] == [
+        "coordinator→weather",
+        "coordinator→units",
+    ]
+    assert {(s.name, s.output) for s in result.steps if s.kind == "message"} == {
+        ("coordinator→units", "4.83 km"),
+        ("coordinator→weather", "rain"),
+    }
+    item = (coordinator.asked[0][2].response_schema or {})["properties"]["subtasks"]["items"]
+    assert "worker" not in item["properties"]
+
+
+@tool
+def to_km(miles: float) -> str:
+    """Convert miles to kilometres."""
+    return f"{miles * 1.609344:.2f} km"
+
+
+def test_a_tool_worker_gets_its_input_through_the_adapter() -> None:
+    adapter_calls: list[ModelSettings] = []
+
+    def model(messages: list[Message], tools: list[ToolSpec], s: ModelSettings) -> str:
+        props = (s.response_schema or {}).get("properties", {})
+        if "subtasks" in props:
+            return plan({"task": "How many km are 3 miles?", "worker": "to_km"})
+        adapter_calls.append(s)
+        assert "How many km are 3 miles?" in messages[-1].content
+        return json.dumps({"miles": 3})
+
+    result = Orchestrator(FunctionModel(model, name="boss"), [to_km]).run_sync("3 miles in km?")
+    assert result.answer == "4.83 km"
+    assert [(s.kind, s.name) for s in result.steps] == [
+        ("model", "boss"),
+        ("adapt", "coordinator→to_km"),
+        ("message", "coordinator→to_km"),
+    ]
+    assert result.steps[1].output == {"miles": 3.0}
+    assert len(adapter_calls) == 1
+
+
+def test_an_unreadable_plan_is_sent_back_once_then_the_whole_task_is_one_subtask() -> None:
+    coordinator = Coordinator(
+        [plan({"task": "x", "worker": "units", "needs": [1]}), "not json"],
+    )
+    tasks: list[str] = []
+    team = Orchestrator(
+        FunctionModel(coordinator),
+        [worker("units", "4.83 km", tasks=tasks)],
+        search="bm25",
+    )
+    result = team.run_sync("3 miles in km?")
+    assert coordinator.roles() == ["plan", "plan"]
+    assert "may only need earlier subtasks" in coordinator.asked[1][1][-1].content
+    assert tasks == ["3 miles in km?"] and result.answer == "4.83 km"
+
+
+def test_a_failing_worker_replies_with_its_error() -> None:
+    def broken(messages: list[Message], tools: list[ToolSpec]) -> str:
+        raise RuntimeError("disk full")
+
+    coordinator = Coordinator(
+        [plan({"task": "a", "worker": "ok"}, {"task": "b", "worker": "broken"})], merged="partly"
+    )
+    team = Orchestrator(
+        FunctionModel(coordinator),
+        [worker("ok", "fine"), Agent("broken", FunctionModel(broken))],
+    )
+    result = team.run_sync("Do a and b.")
+    assert result.status == "ok" and result.answer == "partly"
+    failed = next(s for s in result.steps if s.name == "coordinator→broken")
+    assert failed.error == "failed" and "disk full" in str(failed.output)
+
+
+def test_a_resumed_run_does_not_redo_the_plan_or_finished_subtasks(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path / "t.db")
+    calls: list[str] = []
+    merges = {"n": 0}
+
+    def boss(messages: list[Message], tools: list[ToolSpec], s: ModelSettings) -> str:
+        if "subtasks" in (s.response_schema or {}).get("properties", {}):
+            calls.append("plan")
+            return plan({"task": "a", "worker": "first"}, {"task": "b", "worker": "second"})
+        merges["n"] += 1
+        if merges["n"] == 1:
+            raise RuntimeError("power cut")
+        calls.append("merge")
+        return answer("a and b")
+
+    def counting(name: str) -> Agent:
+        def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+            calls.append(name)
+            return answer(name.upper())
+
+        return Agent(name, FunctionModel(reply))
+
+    team = Orchestrator(FunctionModel(boss), [counting("first"), counting("second")], store=store)
+    failed = team.run_sync("Do a and b.")
+    assert failed.status == "failed" and "power cut" in (failed.error or "")
+    assert sorted(calls) == ["first", "plan", "second"]
+    calls.clear()
+    resumed = asyncio.run(team.resume(failed.run_id))
+    assert resumed.status == "ok" and resumed.answer == "a and b"
+    assert calls == ["merge"]
+    stored = store.result(failed.run_id)
+    assert [(s.index, s.kind) for s in stored.steps] == [
+        (0, "model"),
+        (1, "message"),
+        (2, "message"),
+        (3, "model"),
+    ]
+    assert stored.answer == "a and b"
+    # Each worker's own run is in the same store, named by its message.
+    sub = stored.steps[1].input["run"]
+    assert store.run(sub).answer in ("FIRST", "SECOND")
+    again = asyncio.run(team.resume(failed.run_id))  # finished: nothing runs
+    assert again.answer == "a and b" and calls == ["merge"]
+
+
+def test_misconfigured_teams_fail_fast() -> None:
+    model = FunctionModel(lambda m, t: answer("x"))
+    with pytest.raises(UserError, match="at least one worker"):
+        Orchestrator(model, [])
+    with pytest.raises(UserError, match="share the name"):
+        Orchestrator(model, [worker("a", "x"), worker("a", "y")])
+    with pytest.raises(UserError, match="needs its TraceStore"):
+        asyncio.run(Orchestrator(model, [worker("a", "x")]).resume("abc"))
+
+
+def test_without_a_merge_the_answer_is_the_results() -> None:
+    coordinator = Coordinator(
+        [plan({"task": "a", "worker": "one"}, {"task": "b", "worker": "two"})]
+    )
+    team = Orchestrator(
+        FunctionModel(coordinator), [worker("one", "A"), worker("two", "B")], merge=False
+    )
+    assert team.run_sync("a and b").answer == "A\nB"
+    assert coordinator.roles() == ["plan"]
