@@ -56,7 +56,7 @@ McpOpt = Annotated[
     typer.Option(
         "--mcp",
         help="Offer the tools of this MCP server: a command line run over stdio "
-        "(e.g. \"mcp-server-time\") or a streamable HTTP URL (e.g. http://127.0.0.1:8765/mcp). "
+        '(e.g. "mcp-server-time") or a streamable HTTP URL (e.g. http://127.0.0.1:8765/mcp). '
         "Repeatable; needs the 'mcp' extra.",
     ),
 ]
@@ -647,7 +647,9 @@ def serve_a2a_command(
     base_url: BaseUrlOpt = None,
     tools: Annotated[
         str | None,
-        typer.Option("--tools", help="Comma-separated built-in tools (default: all of them)."),
+        typer.Option(
+            "--tools", help="Comma-separated built-in tools (default: calculator, dates, units)."
+        ),
     ] = None,
     a2a: Annotated[
         list[str] | None,

@@ -22,6 +22,7 @@ from mcp import types as mcp_types
 from bigloop import Loop, ScriptedModel, Tool, ToolFailure, UserError
 from bigloop.atoms.mcp_client import McpServer, close_all_servers, mcp_tools, result_text
 from bigloop.config import LoopConfig
+from tests.protocols.mcp_servers import misbehaving
 from tests.protocols.mcp_servers.support import (
     GIT_SERVER,
     MISBEHAVING,
@@ -30,8 +31,8 @@ from tests.protocols.mcp_servers.support import (
     call,
     children,
     free_port,
-    http_server,
     servers_running,
+    serving,
 )
 
 
@@ -191,18 +192,17 @@ def test_a_server_that_exits_at_start_is_reported_with_its_stderr() -> None:
 
 def test_streamable_http_calls_fail_cleanly_and_reconnect() -> None:
     port = free_port()
-    command = [*MISBEHAVING.split(), "--http", str(port)]
     url = f"http://127.0.0.1:{port}/mcp"
-    with McpServer(url, timeout_s=1) as server:
-        with http_server(command, port):
+    with McpServer(url, timeout_s=0.5) as server:
+        with serving(misbehaving.server.streamable_http_app(), port):
             tools = {t.name: t for t in server.tools()}
             assert run(tools["echo"], text="over http") == '{"result": "over http"}'
-            error, seconds = failure(tools["hang"], seconds=3)
-            assert "'hang' gave no answer within 1 s" in error and seconds < 2.5
+            error, seconds = failure(tools["hang"], seconds=1)
+            assert "'hang' gave no answer within 0.5 s" in error and seconds < 2
             assert json.loads(run(tools["weather"], city="Oslo"))["city"] == "Oslo"
         error, seconds = failure(tools["echo"], text="nobody there")
-        assert seconds < 3, error
-        with http_server(command, port):
+        assert "the next call opens a new one" in error and seconds < 3
+        with serving(misbehaving.server.streamable_http_app(), port):  # up again
             assert run(tools["echo"], text="back") == '{"result": "back"}'
 
 

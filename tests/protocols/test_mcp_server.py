@@ -25,6 +25,7 @@ from tests.protocols.mcp_servers.support import (
     free_port,
     http_server,
     servers_running,
+    serving,
 )
 
 QUESTION = "To call send_note, what is the receiver (who gets the note)?"
@@ -202,17 +203,15 @@ def test_a_task_needing_no_question_and_a_failed_run(tmp_path: Path) -> None:
 
 
 def test_run_task_over_http_elicits_in_the_result(tmp_path: Path) -> None:
-    port = free_port()
-    command = [*SCRIPTED_LOOP.split(), str(tmp_path / "t.db"), "--http", f"127.0.0.1:{port}"]
+    server = create_server(scripted_loop(str(tmp_path / "t.db")))
     asked: list[str] = []
 
-    async def main() -> mcp_types.CallToolResult:
-        url = f"http://127.0.0.1:{port}/mcp"
+    async def main(url: str) -> mcp_types.CallToolResult:
         async with Client(url, elicitation_callback=answering("Ann", asked)) as client:
             return await client.call_tool("run_task", {"task": "Say hi to my colleague."})
 
-    with http_server(command, port):
-        result = anyio.run(main)
+    with serving(server.streamable_http_app(stateless_http=True)) as (host, port):
+        result = anyio.run(main, f"http://{host}:{port}/mcp")
     assert asked == [QUESTION]
     assert text(result) == "Done: sent to Ann."
 

@@ -71,11 +71,11 @@ def test_subtasks_go_to_the_workers_the_coordinator_picks_and_are_merged() -> No
     )
     team = Orchestrator(
         FunctionModel(coordinator, name="boss"),
-        [worker("weather", "6 °C", delay=0.3), worker("units", "4.83 km", delay=0.3)],
+        [worker("weather", "6 °C", delay=0.4), worker("units", "4.83 km", delay=0.4)],
     )
     start = time.perf_counter()
     result = team.run_sync("How warm is Oslo, and how many km are 3 miles?")
-    assert time.perf_counter() - start < 0.55  # the two workers ran together
+    assert time.perf_counter() - start < 0.75  # together: one after the other takes 0.8 s
     assert result.status == "ok" and result.answer == "Oslo is 6 °C; 3 miles is 4.83 km."
     assert result.planner == "orchestrator"
     trace = [(s.kind, s.name, (s.input or {}).get("text"), s.output) for s in result.steps]

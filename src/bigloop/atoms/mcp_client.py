@@ -32,37 +32,23 @@ builds it for `--mcp`: what a loop is made of stays below the loop.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import json
-import math
-import os
 import shlex
-import tempfile
-import threading
-import weakref
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import IO, Any, TextIO, cast
+from typing import Any
 
 import anyio
 import pydantic
-from anyio.abc import TaskGroup
-from anyio.from_thread import BlockingPortal
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import MCPError
 from mcp import types as mcp_types
-from mcp.client import Transport
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED
 
 from bigloop._errors import ToolFailure, UserError
+from bigloop.atoms._mcp_connection import CLOSE_S, Connection, what, worker
 from bigloop.atoms.tool import Effect, Tool
 
 _GRACE_S = 2.0  # the tool's own timeout backs up the call's, after this much more
-_CLOSE_S = 10.0  # closing waits this long at most for the server to stop
 _MAX_PAGES = 100  # of a tools/list walk: a server paginating forever cannot hang it
-_STDERR_TAIL = 1500  # characters of an stdio server's stderr quoted in an error
 
 
 class McpServer:
@@ -115,10 +101,9 @@ class McpServer:
         self.max_result_chars = max_result_chars
         self.max_result_bytes = max_result_bytes
         # Only the worker's thread touches these.
-        self._connection: _Connection | None = None
-        self._closing: list[_Connection] = []  # closed after a failure, maybe still stopping
+        self._connection: Connection | None = None
+        self._closing: list[Connection] = []  # closed after a failure, maybe still stopping
         self._lock: anyio.Lock | None = None
-        _worker().servers.add(self)
 
     def __enter__(self) -> McpServer:
         return self
@@ -139,7 +124,7 @@ class McpServer:
                 tools within the timeouts.
         """
         try:
-            listed = _worker().portal.call(self._list_tools)
+            listed = worker().portal.call(self._list_tools)
         except ToolFailure as e:
             raise UserError(f"Cannot list the tools of the MCP server: {e}") from None
         return [self._tool(t) for t in listed]
@@ -152,17 +137,17 @@ class McpServer:
                 timeout, could not be reached, broke the connection, or returned more
                 than `max_result_bytes`.
         """
-        future = _worker().portal.start_task_soon(self._call, name, arguments)
+        future = worker().portal.start_task_soon(self._call, name, arguments)
         return await asyncio.wrap_future(future)
 
     def close(self) -> None:
         """Close the connection and wait (a few seconds at most) for an stdio server to
         stop. A later call opens a new connection."""
-        _worker().portal.call(self._close)
+        worker().portal.call(self._close)
 
     async def aclose(self) -> None:
         """`close` for async code: the event loop goes on while the server stops."""
-        await asyncio.wrap_future(_worker().portal.start_task_soon(self._close))
+        await asyncio.wrap_future(worker().portal.start_task_soon(self._close))
 
     def _tool(self, listed: mcp_types.Tool) -> Tool:
         effect, idempotent = _effect(listed.annotations)
@@ -198,7 +183,7 @@ class McpServer:
                         break
                 return listed
             except Exception as e:  # noqa: BLE001 - the boundary with a remote server
-                raise self._broken(connection, f"listing its tools failed: {_what(e)}") from None
+                raise self._broken(connection, f"listing its tools failed: {what(e)}") from None
         raise self._broken(connection, f"it did not list its tools within {self.timeout_s:g} s")
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> str:
@@ -217,9 +202,9 @@ class McpServer:
                     raise self._broken(
                         connection, f"the connection closed during {name!r}"
                     ) from None
-                raise ToolFailure(f"{self.server}: {name!r} returned {_what(e)}") from None
+                raise ToolFailure(f"{self.server}: {name!r} returned {what(e)}") from None
             except Exception as e:  # noqa: BLE001 - the boundary with a remote server
-                raise self._broken(connection, f"{name!r} failed: {_what(e)}") from None
+                raise self._broken(connection, f"{name!r} failed: {what(e)}") from None
             return self._text(name, result)
         raise self._broken(
             connection, f"{name!r} gave no answer within {self.timeout_s:g} s"
@@ -237,7 +222,7 @@ class McpServer:
             raise ToolFailure(f"{self.server}: {name!r} reported an error: {text}")
         return text
 
-    async def _open(self) -> _Connection:
+    async def _open(self) -> Connection:
         """The open connection, or a new one.
 
         Raises:
@@ -251,9 +236,9 @@ class McpServer:
                 return old
             if old is not None:
                 self._retire(old)
-            connection = _Connection(self.server, self._command, self.connect_timeout_s)
+            connection = Connection(self.server, self._command, self.connect_timeout_s)
             self._connection = connection
-            _worker().task_group.start_soon(connection.own)
+            worker().start(connection)
             with anyio.move_on_after(self.connect_timeout_s + _GRACE_S):
                 await connection.ready.wait()
             if not connection.open:
@@ -262,7 +247,7 @@ class McpServer:
                 raise ToolFailure(f"{self.server}: cannot connect: {connection.failure()}")
             return connection
 
-    def _broken(self, connection: _Connection, what: str) -> ToolFailure:
+    def _broken(self, connection: Connection, what: str) -> ToolFailure:
         """Close `connection`; the failure to raise, saying so."""
         self._retire(connection)
         if self._connection is connection:
@@ -273,7 +258,7 @@ class McpServer:
             f"new one.{last}"
         )
 
-    def _retire(self, connection: _Connection) -> None:
+    def _retire(self, connection: Connection) -> None:
         """Stop `connection` (its task closes it meanwhile); `close` waits for it."""
         connection.stop.set()
         self._closing = [c for c in self._closing if not c.closed.is_set()]
@@ -284,7 +269,7 @@ class McpServer:
         if self._connection is not None:
             self._retire(self._connection)
             self._connection = None
-        with anyio.move_on_after(_CLOSE_S):
+        with anyio.move_on_after(CLOSE_S):
             for connection in self._closing:
                 await connection.closed.wait()
         self._closing = [c for c in self._closing if not c.closed.is_set()]
@@ -314,9 +299,10 @@ def mcp_tools(
 
 
 def close_all_servers() -> None:
-    """Close the connection of every `McpServer` of this process, those behind
-    `mcp_tools` and `LoopConfig.mcp` included (the interpreter does it at exit)."""
-    _worker().close_all()
+    """Close every MCP connection of this process, those of `mcp_tools` and
+    `LoopConfig.mcp` included, and wait (a few seconds at most) for their servers to
+    stop; a later call opens a new connection. The interpreter's exit does it too."""
+    worker().close_all()
 
 
 def result_text(result: mcp_types.CallToolResult) -> str:
@@ -352,186 +338,3 @@ def _effect(hints: mcp_types.ToolAnnotations | None) -> tuple[Effect, bool]:
 
 def _is_url(server: str) -> bool:
     return server.strip().lower().startswith(("http://", "https://"))
-
-
-def _what(error: BaseException) -> str:
-    """An exception as one line; an exception group by its first leaf."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    if isinstance(error, MCPError):
-        return error.error.message
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-
-
-class _Connection:
-    """One connection, owned by one task of the worker: the task enters the SDK's
-    client, holds it until `stop`, and leaves it."""
-
-    def __init__(self, server: str, command: list[str] | None, connect_timeout_s: float) -> None:
-        self.server = server
-        self.command = command
-        self.connect_timeout_s = connect_timeout_s
-        self.ready = anyio.Event()
-        self.stop = anyio.Event()
-        self.closed = anyio.Event()
-        self.error: BaseException | None = None
-        self._client: Client | None = None
-        self._read: _WatchedStream | None = None
-        self._stderr: IO[str] | None = None
-        self._last_words = ""
-
-    @property
-    def client(self) -> Client:
-        assert self._client is not None, "a connection is used only once it is open"
-        return self._client
-
-    @property
-    def open(self) -> bool:
-        return self._client is not None and not self.stop.is_set() and not self.ended
-
-    @property
-    def ended(self) -> bool:
-        """The server ended the connection (its process exited, or it hung up)."""
-        return self._read is not None and self._read.ended
-
-    async def own(self) -> None:
-        """Open the connection, hold it until `stop`, close it. Never raises."""
-        try:
-            with anyio.CancelScope(deadline=anyio.current_time() + self.connect_timeout_s) as scope:
-                async with Client(self._transport(), mode="auto", cache=None) as client:
-                    scope.deadline = math.inf
-                    self._client = client
-                    self.ready.set()
-                    await self.stop.wait()
-            if scope.cancelled_caught:
-                self.error = TimeoutError()
-        except Exception as e:  # noqa: BLE001 - the task's top level: reported by the calls
-            self.error = e
-        finally:
-            self._last_words = self._stderr_tail()
-            if self._stderr is not None:
-                self._stderr.close()
-            self._client = None
-            self.ready.set()
-            self.closed.set()
-
-    def failure(self) -> str:
-        """Why the connection did not open."""
-        if self.error is None or isinstance(self.error, TimeoutError):
-            why = f"no answer within {self.connect_timeout_s:g} s"
-        else:
-            why = _what(self.error)
-        return f"{why}.{self.last_words()}"
-
-    def last_words(self) -> str:
-        """The end of an stdio server's stderr, as a sentence to append (or nothing)."""
-        text = self._last_words or self._stderr_tail()
-        return f" Its stderr ends: {text}" if text else ""
-
-    def _transport(self) -> Transport:
-        if self.command is None:
-            return _watched(streamable_http_client(self.server), self)
-        command, *args = self.command
-        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-        parameters = StdioServerParameters(command=command, args=args)
-        return _watched(stdio_client(parameters, errlog=cast(TextIO, self._stderr)), self)
-
-    def _stderr_tail(self) -> str:
-        """The last characters the server wrote to stderr. Read with `pread`: the
-        server shares the file's offset."""
-        if self._stderr is None or self._stderr.closed:
-            return ""
-        fd = self._stderr.fileno()
-        size = os.fstat(fd).st_size
-        start = max(0, size - _STDERR_TAIL)
-        tail = os.pread(fd, size - start, start).decode("utf-8", "replace")
-        return " ".join(tail.split())
-
-
-@asynccontextmanager
-async def _watched(transport: Transport, connection: _Connection) -> AsyncIterator[Any]:
-    """`transport` with its read stream watched for its end (`_Connection.ended`)."""
-    async with transport as (read, write):
-        connection._read = _WatchedStream(read)
-        yield connection._read, write
-
-
-class _WatchedStream:
-    """A transport's read stream that notes when it ends: a call on a connection the
-    server has already closed then reconnects instead of failing."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self.ended = False
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._stream, "last_context", None)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._stream.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self.ended = True
-            raise
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    def __aiter__(self) -> _WatchedStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _WatchedStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-class _Worker:
-    """The daemon thread whose event loop holds every MCP connection of the process."""
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.servers: weakref.WeakSet[McpServer] = weakref.WeakSet()
-        self._started = threading.Event()
-        self.portal: BlockingPortal
-        self.task_group: TaskGroup
-        thread = threading.Thread(
-            target=anyio.run, args=(self._main,), name="bigloop-mcp", daemon=True
-        )
-        thread.start()
-        self._started.wait()
-        atexit.register(self.close_all)
-
-    async def _main(self) -> None:
-        async with BlockingPortal() as portal, anyio.create_task_group() as task_group:
-            self.portal, self.task_group = portal, task_group
-            self._started.set()
-            await portal.sleep_until_stopped()
-
-    def close_all(self) -> None:
-        """Close every server's connection (at exit: no server process outlives us)."""
-        if os.getpid() != self.pid:
-            return
-        for server in list(self.servers):
-            server.close()
-
-
-_worker_lock = threading.Lock()
-_the_worker: _Worker | None = None
-
-
-def _worker() -> _Worker:
-    """The process's MCP worker thread, started on first use (again in a forked child)."""
-    global _the_worker
-    with _worker_lock:
-        if _the_worker is None or _the_worker.pid != os.getpid():
-            _the_worker = _Worker()
-        return _the_worker

@@ -122,17 +122,11 @@ class Orchestrator(TeamPattern):
 
     def plan_schema(self) -> dict[str, Any]:
         """The JSON schema the coordinator's plan must match."""
-        item: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                "task": {"type": "string"},
-                "needs": {"type": "array", "items": {"type": "integer", "minimum": 1}},
-            },
-            "required": ["task"],
-        }
+        properties: dict[str, Any] = {"task": {"type": "string"}}
         if self.choose == "model":
-            item["properties"]["worker"] = {"enum": list(self.workers)}
-            item["required"].append("worker")
+            properties["worker"] = {"enum": list(self.workers)}
+        properties["needs"] = {"type": "array", "items": {"type": "integer", "minimum": 1}}
+        item = {"type": "object", "properties": properties, "required": list(properties)[:-1]}
         return {
             "type": "object",
             "properties": {

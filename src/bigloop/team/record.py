@@ -229,7 +229,10 @@ class TeamRun:
     # ------------------------------------------------------------------ the end
 
     async def drive(self, work: Awaitable[str | None]) -> RunResult:
-        """Run the pattern's `work` to its answer; the run always ends with a status."""
+        """Run the pattern's `work` to its answer; the run always ends with a status.
+
+        The result's usage counts the tokens of every step (the agents' runs included,
+        through their messages) and the run's wall time in seconds."""
         status: RunStatus = "failed"
         answer = error = question = None
         try:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -100,9 +101,20 @@ def answer(text: str) -> str:
 def model_server(model: ChatModel) -> Iterator[str]:
     """`model` behind an OpenAI-compatible endpoint on a free loopback port, in a
     thread; its base URL (for `--model NAME --base-url URL`)."""
+    with serving(create_app(model)) as (host, port):
+        yield f"http://{host}:{port}/v1"
+
+
+@contextmanager
+def serving(app: Any, port: int = 0) -> Iterator[tuple[str, int]]:
+    """The ASGI `app` served by uvicorn in a thread on loopback (on `port`, or a free
+    one) until the block ends; its host and port."""
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(model), log_level="warning", ws="none")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    config = uvicorn.Config(
+        app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -111,7 +123,7 @@ def model_server(model: ChatModel) -> Iterator[str]:
         while not server.started:
             assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
             time.sleep(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        yield "127.0.0.1", sock.getsockname()[1]
     finally:
         server.should_exit = True
         thread.join(timeout=10)
