@@ -57,16 +57,21 @@ def reply(messages: list[ChatMessage], specs: list[ToolSpec]) -> ModelResponse:
     return ModelResponse(tool_calls=[ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3})])
 
 
-async def timed(fn: Callable[[], Awaitable[str]], n: int, warmup: int) -> list[float]:
-    """Seconds per call of `fn` (which must answer "2 + 3 = 5."), after `warmup` calls."""
-    samples = []
+async def timed(
+    configs: dict[str, Callable[[], Awaitable[str]]], n: int, warmup: int
+) -> dict[str, list[float]]:
+    """Seconds per call of each configuration (each must answer "2 + 3 = 5."), after
+    `warmup` calls; interleaved, one call of each per round, so that a change in the
+    machine's load falls on every configuration alike."""
+    samples: dict[str, list[float]] = {name: [] for name in configs}
     for i in range(warmup + n):
-        start = time.perf_counter()
-        out = await fn()
-        seconds = time.perf_counter() - start
-        assert out == "2 + 3 = 5.", out
-        if i >= warmup:
-            samples.append(seconds)
+        for name, fn in configs.items():
+            start = time.perf_counter()
+            out = await fn()
+            seconds = time.perf_counter() - start
+            assert out == "2 + 3 = 5.", (name, out)
+            if i >= warmup:
+                samples[name].append(seconds)
     return samples
 
 
@@ -107,22 +112,20 @@ async def measure(loop: Loop, url: str, n: int, warmup: int) -> dict[str, list[f
         result = await loop.run(TASK)
         return result.answer or ""
 
-    samples = {"Loop.run in-process": await timed(direct, n, warmup)}
     streaming = await ClientFactory(ClientConfig()).create_from_url(url)
-    samples["A2A, SDK client, streaming (SendStreamingMessage)"] = await timed(
-        lambda: through(streaming), n, warmup
-    )
-    await streaming.close()
     blocking = await ClientFactory(ClientConfig(streaming=False)).create_from_url(url)
-    samples["A2A, SDK client, blocking (SendMessage)"] = await timed(
-        lambda: through(blocking), n, warmup
-    )
-    await blocking.close()
     remote = a2a_agent_tool(url, timeout_s=30)
-    samples["A2A, a2a_agent_tool call (new connection per call)"] = await timed(
-        lambda: remote.call({"task": TASK}), n, warmup
-    )
-    return samples
+    configs: dict[str, Callable[[], Awaitable[str]]] = {
+        "Loop.run in-process": direct,
+        "A2A, SDK client, streaming (SendStreamingMessage)": lambda: through(streaming),
+        "A2A, SDK client, blocking (SendMessage)": lambda: through(blocking),
+        "A2A, a2a_agent_tool call (new connection per call)": lambda: remote.call({"task": TASK}),
+    }
+    try:
+        return await timed(configs, n, warmup)
+    finally:
+        await streaming.close()
+        await blocking.close()
 
 
 def markdown(rows: dict[str, dict[str, float]], n: int, command: str, load: str) -> str:
@@ -132,7 +135,8 @@ def markdown(rows: dict[str, dict[str, float]], n: int, command: str, load: str)
         f"Command: `{command}`",
         "",
         f"One task (a scripted model calls one tool, then answers; trace written to SQLite), "
-        f"{n} timed runs per configuration after a warm-up, one process: the agent is "
+        f"{n} timed runs per configuration after a warm-up, interleaved (one of each per "
+        "round), one process: the agent is "
         "`bigloop serve a2a`'s app in a uvicorn thread on loopback. The scripted model "
         "takes no time, so the A2A rows measure protocol overhead (HTTP, JSON-RPC, SSE, "
         "the SDK's task store and event queues); x = ratio to the in-process run.",
@@ -163,7 +167,7 @@ def main() -> None:
     base = samples["Loop.run in-process"]
     rows = {name: summary(s, None if s is base else base) for name, s in samples.items()}
     load = f"{before:.1f} before, {os.getloadavg()[0]:.1f} after"
-    command = "python bench/a2a_latency.py" + "".join(f" {a}" for a in sys.argv[1:])
+    command = ".venv/bin/python bench/a2a_latency.py" + "".join(f" {a}" for a in sys.argv[1:])
     RESULTS.mkdir(parents=True, exist_ok=True)
     text = markdown(rows, args.n, command, load)
     (RESULTS / "latency.md").write_text(text)
