@@ -202,18 +202,26 @@ def test_a_task_needing_no_question_and_a_failed_run(tmp_path: Path) -> None:
     with_client(Loop(ScriptedModel([]), [add]), fails)
 
 
-def test_run_task_over_http_elicits_in_the_result(tmp_path: Path) -> None:
+def test_run_task_over_http_elicits_in_the_result_or_answers_with_the_question(
+    tmp_path: Path,
+) -> None:
+    """Stateless HTTP: a 2026-07-28 client is asked in the result; an earlier one cannot
+    be asked during the call (no channel back), so it gets the question as text."""
     server = create_server(scripted_loop(str(tmp_path / "t.db")))
     asked: list[str] = []
 
-    async def main(url: str) -> mcp_types.CallToolResult:
-        async with Client(url, elicitation_callback=answering("Ann", asked)) as client:
-            return await client.call_tool("run_task", {"task": "Say hi to my colleague."})
+    async def main(url: str, mode: str) -> str:
+        elicit = answering("Ann", asked)
+        async with Client(url, mode=mode, elicitation_callback=elicit) as client:
+            result = await client.call_tool("run_task", {"task": "Say hi to my colleague."})
+            return text(result)
 
     with serving(server.streamable_http_app(stateless_http=True)) as (host, port):
-        result = anyio.run(main, f"http://{host}:{port}/mcp")
-    assert asked == [QUESTION]
-    assert text(result) == "Done: sent to Ann."
+        url = f"http://{host}:{port}/mcp"
+        assert anyio.run(main, url, "auto") == "Done: sent to Ann."
+        assert asked == [QUESTION]
+        assert anyio.run(main, url, "legacy").startswith(f"The run needs an answer: {QUESTION}")
+        assert asked == [QUESTION]
 
 
 def test_a_loop_with_a_tool_named_run_task_cannot_be_served() -> None:

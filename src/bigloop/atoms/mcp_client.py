@@ -11,9 +11,10 @@ result flagged `isError` is a `ToolFailure`, and so is one larger than
 unannotated server ask for approval).
 
 Connections. A server's connection is opened on first use and kept: starting an stdio
-server costs about 0.6 s (mcp-server-time), a call on an open connection about 1.5 ms.
-Every connection lives in one daemon thread of the process with its own event loop
-("bigloop-mcp"), in a task that opens it, holds it and closes it, so the SDK's anyio
+server costs about 0.6 s, a call on an open connection about 1.6 ms
+(`bench/results/mcp/overhead.md`). Every connection lives in one daemon thread of the
+process with its own event loop ("bigloop-mcp", `bigloop.atoms._mcp_connection`), in a
+task that opens it, holds it and closes it, so the SDK's anyio
 scopes are always entered and left by the same task, whichever event loop (or thread)
 the calls come from, and a connection outlives the `asyncio.run` of one run.
 
