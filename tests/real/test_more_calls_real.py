@@ -38,3 +38,12 @@ def test_one_call_per_named_city(embedded: LocalModel) -> None:
 
 def test_a_single_item_request_stays_one_call(embedded: LocalModel) -> None:
     assert calls(embedded, "What is the population of Cairo?") == ["Cairo"]
+
+
+def test_turns_after_a_continued_reply_stay_sound(embedded: LocalModel) -> None:
+    """A continued reply must leave the model's cache fit for the next turn (it answered
+    '><the answer>' when the cache was reused)."""
+    from bigloop.atoms.builtin import default_tools
+
+    result = Loop(embedded, default_tools()).run_sync("What is (45 + 12) / 3?")
+    assert "19" in (result.answer or ""), result.answer

@@ -43,3 +43,10 @@ def test_an_enum_value_counts_when_its_words_are_said() -> None:
     first = ToolCall(id="", name="rain", arguments={"frame": "last_year"})
     kept = ToolCall(id="", name="rain", arguments={"frame": "six_months"})
     assert refusal(kept, [first], asked) is None
+
+
+def test_a_number_said_by_the_user_is_not_another_ticker() -> None:
+    first = ToolCall(id="", name="stock_price", arguments={"symbol": "ACME"})
+    forced = ToolCall(id="", name="stock_price", arguments={"symbol": "40"})
+    asked = "what do 40 shares of acme cost?"
+    assert refusal(forced, [first], asked) == "a value of another kind"

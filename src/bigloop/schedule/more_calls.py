@@ -36,6 +36,7 @@ class MoreCalls:
         user: str,
         next_call: Callable[[list[ToolCall]], Awaitable[ModelResponse]],
         limit: int | None = None,
+        earlier: list[ToolCall] | None = None,
     ) -> int:
         """Add kept calls to `response` (its usage and raw text grow with them); the number
         of calls added.
@@ -45,6 +46,7 @@ class MoreCalls:
             user: what the user said, in lower case (kept calls take a value from it).
             next_call: the model's next call after the given ones (`CallContinuation`).
             limit: at most this many calls in all (besides `max_calls`).
+            earlier: calls made in earlier turns (a forced call must not repeat them).
         """
         if not response.tool_calls or response.error:
             return 0
@@ -53,7 +55,8 @@ class MoreCalls:
         while len(response.tool_calls) < limit:
             more = await next_call(response.tool_calls)
             response.usage.add(more.usage)
-            if not more.tool_calls or refusal(more.tool_calls[0], response.tool_calls, user):
+            made = [*(earlier or []), *response.tool_calls]
+            if not more.tool_calls or refusal(more.tool_calls[0], made, user):
                 break
             response.tool_calls.append(more.tool_calls[0])
             response.raw = more.raw
@@ -75,7 +78,24 @@ def refusal(call: ToolCall, calls: list[ToolCall], user: str) -> str | None:
         return "nothing new"
     if not all(_said(v, user) for v in novel):
         return "a value the user did not say"
+    for c in calls:  # another item goes where the earlier call had one of the same kind
+        if c.name == call.name and any(
+            key in c.arguments and _kind(value) != _kind(c.arguments[key])
+            for key, value in call.arguments.items()
+        ):
+            return "a value of another kind"
     return None
+
+
+def _kind(value: Any) -> str:
+    """ "number" for numbers and numeric text ("40"), "text" for other text; else the type."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return type(value).__name__
+    try:
+        float(value)
+    except ValueError:
+        return "text"
+    return "number"
 
 
 def scalars(value: Any) -> Iterator[str | int | float]:

@@ -97,6 +97,7 @@ class ReactPlanner:
                     ctx.evidence().user_said,
                     functools.partial(ctx.continue_turn, messages),
                     ctx.budget.max_calls_per_turn,
+                    [c for m in ctx.messages if m.role == "assistant" for c in m.tool_calls],
                 )
             reply = response.as_message()
             ctx.messages.append(reply)

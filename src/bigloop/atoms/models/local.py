@@ -375,6 +375,11 @@ class LocalModel:
             )
         except ValueError as e:
             raise ModelUnavailable(f"{self.name}: {e}") from None
+        finally:
+            # The next chat turn must not reuse this completion's KV cache: reused after a
+            # raw-text completion, it gave garbage replies ('><the answer>'); measured by
+            # tests/real/test_more_calls_real.py. The fixed prefix reloads from disk.
+            llama.reset()
         usage = out.get("usage") or {}
         return out["choices"][0]["text"] or "", Usage(
             prompt_tokens=usage.get("prompt_tokens", 0),
