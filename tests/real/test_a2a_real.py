@@ -71,7 +71,7 @@ def test_the_served_loop_computes_and_streams_its_steps(agent_url: tuple[str, Pa
 
 @pytest.mark.xfail(
     strict=False,
-    reason="not yet passed on the embedded 0.5B model (first run 2026-11-30: the caller answered '$2304' without the agent's result; an unclosed pipe at teardown); kept running so a fix or a stronger model shows up as XPASS",
+    reason="not yet passed on the embedded 0.5B model (first run 2026-11-30: the caller answered '$2304' without the agent's result; an unclosed pipe at teardown); kept running so a fix or a stronger model shows up as XPASS",  # noqa: E501
 )
 def test_a_loop_on_the_embedded_model_delegates_to_the_agent(
     agent_url: tuple[str, Path], embedded: LocalModel

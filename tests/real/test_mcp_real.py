@@ -21,7 +21,7 @@ TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 
 @pytest.mark.xfail(
     strict=False,
-    reason="not yet passed on the embedded 0.5B model (first run 2026-11-30: it called convert_time with invalid arguments first); kept running so a fix or a stronger model shows up as XPASS",
+    reason="not yet passed on the embedded 0.5B model (first run 2026-11-30: it called convert_time with invalid arguments first); kept running so a fix or a stronger model shows up as XPASS",  # noqa: E501
 )
 def test_what_time_is_it_in_tokyo(embedded: LocalModel, tmp_path: Path) -> None:
     store = TraceStore(tmp_path / "traces.db")

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.real
 
 @pytest.mark.xfail(
     strict=False,
-    reason="not yet passed on the embedded 0.5B model (first run 2026-11-30: the merged answer lost the workers' numbers); kept running so a fix or a stronger model shows up as XPASS",
+    reason="not yet passed on the embedded 0.5B model (first run 2026-11-30: the merged answer lost the workers' numbers); kept running so a fix or a stronger model shows up as XPASS",  # noqa: E501
 )
 def test_orchestrator_delegates_to_workers_by_their_cards(
     embedded: LocalModel, tmp_path: Path
@@ -50,7 +50,7 @@ def test_a_debate_of_three_answers_with_every_answer_traced(embedded: LocalModel
 
 @pytest.mark.xfail(
     strict=False,
-    reason="not yet passed on the embedded 0.5B model (first run 2026-11-30: the agents handed over 4 times without an answer); kept running so a fix or a stronger model shows up as XPASS",
+    reason="not yet passed on the embedded 0.5B model (first run 2026-11-30: the agents handed over 4 times without an answer); kept running so a fix or a stronger model shows up as XPASS",  # noqa: E501
 )
 def test_triage_hands_a_conversion_to_the_units_agent(embedded: LocalModel) -> None:
     triage = Agent(
