@@ -603,6 +603,34 @@ def eval_bfcl(
         print(markdown)
 
 
+ConfigFileOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="A JSON file of loop settings (LoopConfig fields)."),
+]
+ServedModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="'embedded' (default), a .gguf path, or a server's model name together "
+        "with --base-url.",
+    ),
+]
+
+
+def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path | None) -> Loop:
+    """The loop a `serve` command publishes: the --config file, then the options given."""
+    from bigloop.config import LoopConfig
+    from bigloop.loop import Loop
+
+    base = LoopConfig.load(config_file) if config_file else LoopConfig()
+    config = LoopConfig.from_data(
+        base.model_dump() | {k: v for k, v in given.items() if v is not None},
+        source="Command line",
+    )
+    return Loop.from_config(config, store=_store(trace_db))
+
+
 serve_app = typer.Typer(help="Serve bigloop models to other programs.", no_args_is_help=True)
 app.add_typer(serve_app, name="serve")
 
@@ -631,19 +659,8 @@ def serve_openai_command(
 
 @serve_app.command("a2a")
 def serve_a2a_command(
-    config_file: Annotated[
-        Path | None,
-        typer.Option("--config", help="A JSON file of loop settings (LoopConfig fields)."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            "-m",
-            help="'embedded' (default), a .gguf path, or a server's model name together "
-            "with --base-url.",
-        ),
-    ] = None,
+    config_file: ConfigFileOpt = None,
+    model: ServedModelOpt = None,
     base_url: BaseUrlOpt = None,
     tools: Annotated[
         str | None,
@@ -684,8 +701,6 @@ def serve_a2a_command(
     question puts the task in input-required; the next message on the task answers it
     and the run resumes. Needs the 'a2a' extra."""
     from bigloop._errors import UserError
-    from bigloop.config import LoopConfig
-    from bigloop.loop import Loop
 
     try:
         from bigloop.protocols.a2a_server import serve_a2a
@@ -700,30 +715,14 @@ def serve_a2a_command(
         "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
         "a2a": a2a or None,
     }
-    base = LoopConfig.load(config_file) if config_file else LoopConfig()
-    config = LoopConfig.from_data(
-        base.model_dump() | {k: v for k, v in given.items() if v is not None},
-        source="Command line",
-    )
-    loop = Loop.from_config(config, store=_store(trace_db))
+    loop = _served_loop(config_file, given, trace_db)
     serve_a2a(loop, host=host, port=port, url=url, name=name, description=description)
 
 
 @serve_app.command("mcp")
 def serve_mcp_command(
-    config_file: Annotated[
-        Path | None,
-        typer.Option("--config", help="A JSON file of loop settings (LoopConfig fields)."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            "-m",
-            help="'embedded' (default), a .gguf path, or a server's model name together "
-            "with --base-url.",
-        ),
-    ] = None,
+    config_file: ConfigFileOpt = None,
+    model: ServedModelOpt = None,
     base_url: BaseUrlOpt = None,
     tools: Annotated[
         str | None,
@@ -753,8 +752,6 @@ def serve_mcp_command(
     it supports them; otherwise the result gives the question and the run id to answer
     with. Needs the 'mcp' extra."""
     from bigloop._errors import UserError
-    from bigloop.config import LoopConfig
-    from bigloop.loop import Loop
 
     try:
         from bigloop.protocols.mcp_server import serve_mcp
@@ -771,12 +768,7 @@ def serve_mcp_command(
         "db": str(db) if db else None,
         "mcp": mcp or None,
     }
-    base = LoopConfig.load(config_file) if config_file else LoopConfig()
-    config = LoopConfig.from_data(
-        base.model_dump() | {k: v for k, v in given.items() if v is not None},
-        source="Command line",
-    )
-    loop = Loop.from_config(config, store=_store(trace_db))
+    loop = _served_loop(config_file, given, trace_db)
     serve_mcp(loop, http=http, name=name)
 
 
