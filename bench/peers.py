@@ -19,7 +19,7 @@ user, so they fail the missing_value tasks by construction; the table also shows
 accuracy without them.
 
 One JSON Lines file per framework and server (`<framework>-<server>.jsonl`, rows as
-`bench.suite.Result`) and `bigloop-inprocess.jsonl` are written under --out; a rerun skips
+`bigloop.eval.suite.Result`) and `bigloop-inprocess.jsonl` are written under --out; a rerun skips
 the task ids already in them. The table goes to `<out>/latest.md`, logs to `<out>/logs/`.
 """
 
@@ -48,7 +48,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.suite import (
+from bigloop import FunctionModel, Message, OpenAIModel, Tool, ToolCall, ToolSpec, UserError
+from bigloop.atoms.models.weights import DEFAULT_MODEL_FILE
+from bigloop.eval.suite import (
     CATEGORIES,
     LoopConfig,
     Result,
@@ -61,10 +63,7 @@ from bench.suite import (
     split,
     summarize,
 )
-from bench.suite.checks import Outcome
-
-from bigloop import FunctionModel, Message, OpenAIModel, Tool, ToolCall, ToolSpec, UserError
-from bigloop.atoms.models.weights import DEFAULT_MODEL_FILE
+from bigloop.eval.suite.checks import Outcome
 from bigloop.schedule.call import call_tool
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.suite import (
+from bigloop import UserError
+from bigloop.eval.suite import (
     CATEGORIES,
     LoopConfig,
     Result,
@@ -32,8 +33,6 @@ from bench.suite import (
     split,
     summarize,
 )
-
-from bigloop import UserError
 
 RESULTS = Path(__file__).parent / "results" / "suite"
 

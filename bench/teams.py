@@ -47,9 +47,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.suite import Task, Workspace, split
-from bench.suite.checks import Outcome
-
 from bigloop import (
     Adapter,
     Agent,
@@ -70,6 +67,8 @@ from bigloop import (
 )
 from bigloop.eval.bfcl_data import Case, load_cases
 from bigloop.eval.bfcl_score import score
+from bigloop.eval.suite import Task, Workspace, split
+from bigloop.eval.suite.checks import Outcome
 from bigloop.schedule.call import call_key
 from bigloop.team import normalize
 

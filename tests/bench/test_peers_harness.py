@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import uvicorn
-from bench.suite import Workspace, load_results, split
 
 from bench import peers
 from bigloop import FunctionModel, Message, ToolSpec
+from bigloop.eval.suite import Workspace, load_results, split
 from bigloop.protocols.openai_server import create_app
 
 ROOT = Path(__file__).parents[2]

@@ -3,7 +3,8 @@ dates in several forms, set match, asking, answering without tools."""
 
 from __future__ import annotations
 
-from bench.suite.checks import (
+from bigloop import RunResult, Step
+from bigloop.eval.suite.checks import (
     AllOf,
     Asked,
     NoTool,
@@ -15,8 +16,6 @@ from bench.suite.checks import (
     numbers,
     text,
 )
-
-from bigloop import RunResult, Step
 
 
 def ok(answer: str, *tools: str) -> Outcome:

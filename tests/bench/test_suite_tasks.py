@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bench.suite import CATEGORIES, Outcome, Task, Toolbox, Workspace, assignment, split
-from bench.suite.data import shop, tree
-from bench.suite.tasks import TASKS
+
+from bigloop.eval.suite import CATEGORIES, Outcome, Task, Toolbox, Workspace, assignment, split
+from bigloop.eval.suite.data import shop, tree
+from bigloop.eval.suite.tasks import TASKS
 
 PREFIX = {
     "arithmetic": "arith",

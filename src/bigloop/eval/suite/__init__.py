@@ -5,16 +5,16 @@ check, computed expected answers, and a fixed dev/test split.
 **dev** is for tuning (read its failures, try levers, ablate); **test** is reported and
 never tuned on. See `catalog` for how the split is made.
 
-    from bench.suite import LoopConfig, run_suite, split, summarize
+    from bigloop.eval.suite import LoopConfig, run_suite, split, summarize
     results = run_suite(model, split("test"), LoopConfig(), Path("out.jsonl"))
     print(summarize(results).accuracy)
 
-`python bench/suite.py --help` runs it from the command line.
+`python bench/suite.py --help` (in the repository) runs it from the command line.
 """
 
 from __future__ import annotations
 
-from bigloop import LoopConfig
+from bigloop.config import LoopConfig
 
 from .catalog import DEV_SHARE, SplitName, assignment, split
 from .checks import Check, Outcome

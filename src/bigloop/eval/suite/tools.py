@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from bigloop import Tool, tool
+from bigloop.atoms.tool import Tool, tool
 
 USD_RATES = {
     "USD": 1.0,

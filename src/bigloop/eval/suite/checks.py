@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from bigloop import RunResult
+from bigloop.trace.records import RunResult
 
 _NUMBER = re.compile(r"(?<![\w.])([-−]?)((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)")
 _ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")

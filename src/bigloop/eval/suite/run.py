@@ -24,7 +24,11 @@ from typing import Any
 
 from pydantic import PrivateAttr
 
-from bigloop import ChatModel, Loop, LoopConfig, Tool, UserError
+from bigloop._errors import UserError
+from bigloop.atoms.models.base import ChatModel
+from bigloop.atoms.tool import Tool
+from bigloop.config import LoopConfig
+from bigloop.loop import Loop
 
 from .catalog import assignment
 from .checks import Outcome

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bigloop import Tool
 from bigloop.atoms import builtin
+from bigloop.atoms.tool import Tool
 
 from .checks import Check
 from .data import write_db, write_tree
