@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from bigloop import report
+from bigloop.cli_optimize import optimize_app
 
 if TYPE_CHECKING:
     from bigloop.config import LoopConfig
@@ -539,6 +540,15 @@ def eval_bfcl(
             "each of --workers loads its own model.",
         ),
     ] = None,
+    config_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="A LoopConfig file (e.g. from `bigloop optimize`): the loop modes use its "
+            "instructions, demonstrations, tool docs and switched-off policies; results are "
+            "kept apart as mode 'loop+<file name>'. Single-turn categories.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Score raw model vs loop on BFCL with BFCL's own checker. Resumable: rerun to continue."""
@@ -553,8 +563,10 @@ def eval_bfcl(
     if bad:
         raise UserError(f"--mode {bad[0]!r}: use raw, loop, graph or retrieve.")
     from bigloop.atoms.models.spec import ModelSpec
+    from bigloop.config import LoopConfig
 
     spec = ModelSpec(name=model, base_url=base_url)
+    loop_config = LoopConfig.load(config_path) if config_path else None
     chosen = spec.build()
     scores: dict[str, dict[str, Any]] = {}
     console = report.make_console(stderr=True)
@@ -579,6 +591,8 @@ def eval_bfcl(
                     progress.update(task, advance=1, acc=f"{hits[0] / hits[1]:.0%}")
 
                 label = f"{m}+clarify" if clarify and m != "raw" else m
+                if loop_config is not None and config_path is not None and m != "raw":
+                    label += f"+{config_path.stem}"
                 path = results_path(out, chosen.name, label, cat)
                 results = asyncio.run(
                     run_category(
@@ -590,6 +604,7 @@ def eval_bfcl(
                         on_result=tick,
                         ray=(ray_address, spec) if ray_address else None,
                         clarify=clarify,
+                        config=loop_config if m != "raw" else None,
                     )
                 )
                 scores.setdefault(cat, {})[label] = summarize(results)
@@ -770,6 +785,9 @@ def serve_mcp_command(
     }
     loop = _served_loop(config_file, given, trace_db)
     serve_mcp(loop, http=http, name=name)
+
+
+app.add_typer(optimize_app, name="optimize")
 
 
 @app.command()

@@ -25,6 +25,7 @@ planners, policies and budgets to `Loop.from_config`.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 from collections.abc import Mapping
@@ -35,9 +36,33 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
+from bigloop.atoms.models.prompts import DEMOS_HEADER
 from bigloop.atoms.tool import Tool
 
 Planner = Literal["react", "graph", "search", "auto"]
+
+
+class DemoCall(BaseModel):
+    """One call of a demonstration: a tool name and its arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Demo(BaseModel):
+    """A demonstration: a request and the reply that solved it (calls, or an answer),
+    shown to the model with the instructions (`bigloop.optimize.demos` picks them from
+    successful runs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    calls: list[DemoCall] = Field(default_factory=list)
+    answer: str | None = None
+
+
 ClarifyWhen = Literal["off", "missing", "ungrounded"]
 
 
@@ -64,6 +89,11 @@ class LoopConfig(BaseModel):
         off: names of the loop's default policies to switch off.
         top_k: offer the model only the k tools most relevant to the task; None offers all.
         system: a system prompt placed before bigloop's own instructions.
+        demos: demonstrations shown after `system` (`instructions()` renders both).
+        tool_docs: tool name -> a description that replaces the tool's own (tools not
+            offered are ignored); `bigloop optimize` rewrites them from mistakes.
+        provenance: how this config was made (`bigloop optimize` records its data,
+            seed, base config and every accepted change); not used by the loop.
         temperature: the model's sampling temperature.
         max_tokens_per_turn: completion tokens allowed per model turn.
         max_steps: model turns allowed.
@@ -93,6 +123,9 @@ class LoopConfig(BaseModel):
     off: list[str] = Field(default_factory=list)
     top_k: int | None = Field(default=None, ge=1)
     system: str | None = None
+    demos: list[Demo] = Field(default_factory=list)
+    tool_docs: dict[str, str] = Field(default_factory=dict)
+    provenance: dict[str, Any] | None = None
     temperature: float = Field(default=0.0, ge=0.0)
     max_tokens_per_turn: int = Field(default=512, ge=1)
     max_steps: int = Field(default=8, ge=1)
@@ -190,6 +223,22 @@ class LoopConfig(BaseModel):
             update={"files": absolute(self.files), "db": absolute(self.db), "model": model}
         )
 
+    def instructions(self) -> str | None:
+        """The system text the loop puts first: `system`, then the demonstrations."""
+        parts = [self.system] if self.system else []
+        if self.demos:
+            parts.append(render_demos(self.demos))
+        return "\n\n".join(parts) or None
+
+    def documented(self, tools: list[Tool]) -> list[Tool]:
+        """`tools` with the descriptions `tool_docs` gives in place of their own."""
+        return [
+            dataclasses.replace(t, description=self.tool_docs[t.name])
+            if t.name in self.tool_docs
+            else t
+            for t in tools
+        ]
+
     def build_model(self) -> ChatModel:
         """The model `model` and `base_url` name (the embedded one loads on first use).
 
@@ -262,6 +311,19 @@ class LoopConfig(BaseModel):
                 f"--mcp needs bigloop's 'mcp' extra ({e.name} is not installed): pip install mcp"
             ) from None
         return [t for server in self.mcp for t in mcp_tools(server, timeout_s=self.mcp_timeout_s)]
+
+
+def render_demos(demos: list[Demo]) -> str:
+    """Demonstrations as text: each request, then the JSON reply that solved it."""
+    lines = [DEMOS_HEADER]
+    for demo in demos:
+        if demo.calls:
+            calls = [{"name": c.name, "arguments": c.arguments} for c in demo.calls]
+            reply = json.dumps({"tool_calls": calls}, ensure_ascii=False)
+        else:
+            reply = json.dumps({"answer": demo.answer or ""}, ensure_ascii=False)
+        lines.append(f"Request: {demo.task}\nReply: {reply}")
+    return "\n\n".join(lines)
 
 
 def _problems(error: ValidationError) -> str:

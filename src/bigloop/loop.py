@@ -200,8 +200,8 @@ class Loop:
         }
         return cls(
             config.build_model(),
-            config.build_tools(),
-            system=config.system,
+            config.documented(config.build_tools()),
+            system=config.instructions(),
             budget=Budget(
                 max_steps=config.max_steps,
                 max_repairs=config.max_repairs,
@@ -241,10 +241,10 @@ class Loop:
         """
         if not task.strip():
             raise UserError('The task is empty: say what to do, e.g. "What is 2 + 2?".')
+        messages = [Message(role="system", content=self.system)] if self.system else []
         if history:
-            messages = list(history)
-        else:
-            messages = [Message(role="system", content=self.system)] if self.system else []
+            given = list(history)
+            messages = given if given[:1] == messages else [*messages, *given]
         ctx = self._context(uuid.uuid4().hex[:12], task, messages)
         if self.store:
             self.store.start_run(ctx.run_id, task, self.model.name, self._run_config())

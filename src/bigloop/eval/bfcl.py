@@ -23,6 +23,7 @@ from typing import Any
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
 from bigloop.atoms.models.spec import ModelSpec
+from bigloop.config import LoopConfig
 from bigloop.eval.bfcl_results import CaseResult, Mode, load_results, results_path, summarize
 from bigloop.eval.bfcl_run import load_any, run_one
 from bigloop.eval.distributed import run_on_ray
@@ -40,13 +41,21 @@ async def run_category(
     on_result: Callable[[CaseResult], None] | None = None,
     ray: tuple[str, ModelSpec] | None = None,
     clarify: bool = False,
+    config: LoopConfig | None = None,
 ) -> list[CaseResult]:
     """Run the cases not yet in `path`, appending each result as it completes.
 
     Args:
         workers: cases run at once (in this process, or Ray workers with `ray`).
         ray: (cluster address, model spec) to run the cases on a Ray cluster instead.
+        config: a `LoopConfig` whose instructions, demonstrations, tool docs and
+            switched-off policies the loop mode uses (`bfcl_single.run_case`).
+
+    Raises:
+        UserError: `config` together with `ray`.
     """
+    if config is not None and ray is not None:
+        raise UserError("--config runs in this process; leave out --ray.")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive(path):
         done = load_results(path)
@@ -62,7 +71,7 @@ async def run_category(
 
         async def one(case: Any) -> None:
             async with gate:
-                result = await run_one(case, model, mode, clarify)
+                result = await run_one(case, model, mode, clarify, config)
             record(result)
 
         for case in cases:

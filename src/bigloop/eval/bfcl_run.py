@@ -8,6 +8,7 @@ from typing import Any
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
+from bigloop.config import LoopConfig
 from bigloop.eval.bfcl_data import MULTI_TURN, load_cases
 from bigloop.eval.bfcl_multi import load_multi_cases, run_multi_case
 from bigloop.eval.bfcl_results import CaseResult, Mode
@@ -21,15 +22,23 @@ def load_any(category: str, limit: int | None = None) -> list[Any]:
     return load_cases(category, limit)
 
 
-async def run_one(case: Any, model: ChatModel, mode: Mode, clarify: bool = False) -> CaseResult:
+async def run_one(
+    case: Any,
+    model: ChatModel,
+    mode: Mode,
+    clarify: bool = False,
+    config: LoopConfig | None = None,
+) -> CaseResult:
     """Run and score one case of any category.
 
     Raises:
         UserError: a mode the case's category does not support (graph: multi-turn only;
-            retrieve: single-turn only).
+            retrieve: single-turn only; config: single-turn only).
     """
     if case.category not in MULTI_TURN:
-        return await run_case(case, model, mode)
+        return await run_case(case, model, mode, config=config)
+    if config is not None:
+        raise UserError("--config is for the single-turn categories.")
     if mode == "retrieve":
         raise UserError("--mode retrieve is for the single-turn categories.")
     return await run_multi_case(case, model, mode, clarify=clarify)

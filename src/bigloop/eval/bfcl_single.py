@@ -26,22 +26,37 @@ from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.parse import parse_reply
 from bigloop.atoms.schema import schema_problems
 from bigloop.atoms.tool import Tool
+from bigloop.config import LoopConfig
 from bigloop.eval.bfcl_data import Case, function_cards
 from bigloop.eval.bfcl_results import RETRIEVE_K, SETTINGS, CaseResult, Mode
 from bigloop.eval.bfcl_score import score
 from bigloop.loop import Loop
 from bigloop.schedule.call import call_key
 from bigloop.schedule.context import Budget
+from bigloop.schedule.more_calls import MoreCalls
+from bigloop.schedule.policies import default_checks, default_selectors
 from bigloop.schedule.react import ReactPlanner
 from bigloop.trace.records import RunResult
+from bigloop.trace.store import TraceStore
 
 Calls = list[tuple[str, Any]]
 _MODEL_MISTAKES = frozenset({"unknown_tool", "invalid_arguments"})
 """Errors of tool steps that were the model's to fix (`CallResult.model_mistake`)."""
 
 
-async def run_case(case: Case, model: ChatModel, mode: Mode, max_repairs: int = 2) -> CaseResult:
+async def run_case(
+    case: Case,
+    model: ChatModel,
+    mode: Mode,
+    max_repairs: int = 2,
+    config: LoopConfig | None = None,
+) -> CaseResult:
     """Run and score one case; a failing model is a failed case, never a crash.
+
+    Args:
+        config: loop and retrieve modes: the instructions, demonstrations, tool docs and
+            switched-off policies of this `LoopConfig` (an optimized one, say). The
+            model, tools and budget stay the case's and BFCL's.
 
     Raises:
         UserError: graph mode, which is for the multi-turn categories.
@@ -58,9 +73,9 @@ async def run_case(case: Case, model: ChatModel, mode: Mode, max_repairs: int = 
             calls = await _raw_calls(case, model, usage, raws)
         else:
             specs = await asyncio.to_thread(_retrieved, case) if mode == "retrieve" else case.tools
-            run = await _loop_run(case, model, specs, max_repairs)
+            run = await loop_run(case, model, specs, max_repairs, config or LoopConfig())
             usage.add(run.usage)
-            calls, repairs, raws = _made_calls(run), _corrections(run), _outputs(run)
+            calls, repairs, raws = made_calls(run), _corrections(run), _outputs(run)
             if run.status == "failed":
                 calls, error = [], run.error or "the run failed"
     except ModelUnavailable as e:
@@ -98,24 +113,39 @@ async def _raw_calls(case: Case, model: ChatModel, usage: Usage, raws: list[str]
     return [(c.name, c.arguments) for c in response.tool_calls]
 
 
-async def _loop_run(
-    case: Case, model: ChatModel, specs: list[ToolSpec], max_repairs: int
+async def loop_run(
+    case: Case,
+    model: ChatModel,
+    specs: list[ToolSpec],
+    max_repairs: int,
+    config: LoopConfig,
+    store: TraceStore | None = None,
 ) -> RunResult:
-    """The case's last message as the Loop's task, the messages before it as history."""
+    """The case's last message as the Loop's task, the messages before it as history;
+    traced to `store` when given."""
+    off = set(config.off)
     loop = Loop(
         model,
-        [_acknowledging_tool(s) for s in specs],
-        planner=ReactPlanner(stop_after_calls=True, check_answers=False),
+        config.documented([_acknowledging_tool(s) for s in specs]),
+        system=config.instructions(),
+        planner=ReactPlanner(
+            stop_after_calls=True,
+            check_answers=False,
+            more_calls=None if "more_calls" in off else MoreCalls(),
+        ),
+        checks=[c for c in default_checks() if c.name not in off],
+        selectors=[s for s in default_selectors() if s.name not in off],
         # Up to `max_repairs` corrections, counted in model turns (as before the Loop ran
         # BFCL): the Loop counts each invalid call, and a parallel reply has several.
         budget=Budget(max_steps=max_repairs + 1, max_repairs=99),
         settings=SETTINGS,
+        store=store,
     )
     *history, task = _messages(case)
     return await loop.run(task.content, history=history)
 
 
-def _made_calls(run: RunResult) -> Calls:
+def made_calls(run: RunResult) -> Calls:
     """The calls a run made, in order, identical ones once: what BFCL scores."""
     calls: dict[str, tuple[str, Any]] = {}
     for step in run.steps:

@@ -32,6 +32,10 @@ LOOP_NOTE = "bigloop"
 
 ANSWER_NOW = "Using the results above, answer my request now: {task}"
 
+DEMOS_HEADER = """\
+Examples of requests and the replies that solved them (their tools may differ from \
+yours; take values only from the request you are given):"""
+
 NO_TOOLS_SYSTEM = "You are a precise, concise assistant."
 
 

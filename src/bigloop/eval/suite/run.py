@@ -29,6 +29,7 @@ from bigloop.atoms.models.base import ChatModel
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
 from bigloop.loop import Loop
+from bigloop.trace.store import TraceStore
 
 from .catalog import assignment
 from .checks import Outcome
@@ -79,12 +80,15 @@ class _Bound(LoopConfig):
         return list(self._tools)
 
 
-def build_loop(model: ChatModel, tools: list[Tool], config: LoopConfig) -> Loop:
-    """The loop `config` describes, with `model` and `tools` instead of the ones it names."""
+def build_loop(
+    model: ChatModel, tools: list[Tool], config: LoopConfig, store: TraceStore | None = None
+) -> Loop:
+    """The loop `config` describes, with `model` and `tools` instead of the ones it names;
+    traced to `store` when given."""
     bound = _Bound.model_validate(config.model_dump())
     bound._model = model
     bound._tools = tools
-    return Loop.from_config(bound)
+    return Loop.from_config(bound, store=store)
 
 
 def load_results(path: Path) -> dict[str, Result]:

@@ -1,0 +1,224 @@
+"""`bigloop optimize`: improve a loop from its own traces on a bench's train/dev splits
+and write the result as a versioned `LoopConfig`; `bigloop optimize diff A B`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from bigloop import report
+
+optimize_app = typer.Typer(
+    help="Improve a loop from its traces: policies and schedule, demonstrations, "
+    "instructions and tool docs, each kept only when the dev score rises.",
+    invoke_without_command=True,
+)
+
+
+@optimize_app.callback()
+def optimize(
+    ctx: typer.Context,
+    bench: Annotated[
+        str | None,
+        typer.Option("--bench", help="What to optimize on: 'bfcl' (with --category) or 'tasks'."),
+    ] = None,
+    category: Annotated[
+        str | None,
+        typer.Option("--category", "-c", help="BFCL single-turn category, e.g. simple_python."),
+    ] = None,
+    train: Annotated[int, typer.Option("--train", min=1, help="Training examples (BFCL).")] = 30,
+    dev: Annotated[int, typer.Option("--dev", min=1, help="Dev examples (BFCL).")] = 30,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Where to write the optimized config.")
+    ] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="The base LoopConfig (default: defaults).")
+    ] = None,
+    steps: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--step",
+            help="Run only these steps, in this order (repeatable): policies, demos, "
+            "instructions, tool_docs. Default: all four.",
+        ),
+    ] = None,
+    iterations: Annotated[
+        int, typer.Option("--iterations", min=0, help="Reflective instruction proposals.")
+    ] = 4,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="The model the loop runs: 'embedded', a .gguf path, "
+            "or a server's model name with --base-url.",
+        ),
+    ] = "embedded",
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")
+    ] = None,
+    reflector: Annotated[
+        str | None,
+        typer.Option(
+            "--reflector",
+            help="The model that proposes instructions and tool docs (a .gguf path or "
+            "'embedded'); default: --model.",
+        ),
+    ] = None,
+    test: Annotated[
+        int,
+        typer.Option(
+            "--test",
+            min=0,
+            help="After optimizing, score the base and the optimized config on this many "
+            "test examples (never used to optimize); 0 skips it.",
+        ),
+    ] = 0,
+    work: Annotated[
+        Path | None,
+        typer.Option(
+            "--work",
+            help="Folder of the evaluations, proposals and traces (default: OUT.work). "
+            "Rerunning the same command resumes from it.",
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Optimize a loop on BFCL or the task suite. Example:
+
+    bigloop optimize --bench bfcl -c simple_python --train 30 --dev 30 -o loop.json
+
+    then `bigloop run --config loop.json "..."` or `bigloop eval bfcl --config loop.json`.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from bigloop._errors import UserError
+    from bigloop.atoms.models.spec import ModelSpec
+    from bigloop.config import LoopConfig
+    from bigloop.eval.benches import BfclBench, SuiteBench
+    from bigloop.optimize.evaluate import Evaluator
+    from bigloop.optimize.optimizer import STEPS, Optimizer
+    from bigloop.trace.store import TraceStore
+
+    if bench not in ("bfcl", "tasks"):
+        raise UserError("Pass --bench bfcl (with --category) or --bench tasks.")
+    if bench == "bfcl" and not category:
+        raise UserError("--bench bfcl needs --category, e.g. -c simple_python.")
+    if out is None:
+        raise UserError("Pass --out FILE: where to write the optimized LoopConfig.")
+    chosen_steps = steps or list(STEPS)
+    if unknown := [s for s in chosen_steps if s not in STEPS]:
+        raise UserError(f"Unknown step(s) {unknown}; choose from {', '.join(STEPS)}.")
+    base = LoopConfig.load(config_file) if config_file else LoopConfig()
+    base = base.model_copy(update={"model": model, "base_url": base_url})
+    work = work or out.with_name(out.name + ".work")
+    work.mkdir(parents=True, exist_ok=True)
+    loop_model = ModelSpec(name=model, base_url=base_url).build()
+    reflect_model = (
+        ModelSpec(name=reflector, base_url=None).build()
+        if reflector and reflector != model
+        else loop_model
+    )
+    store = TraceStore(work / "traces.db")
+    chosen: Any = (
+        BfclBench(category or "", loop_model, store, train=train, dev=dev, test=max(test, 1))
+        if bench == "bfcl"
+        else SuiteBench(loop_model, store)
+    )
+    console = report.make_console(stderr=True)
+    counts = [0, 0]
+
+    def on_outcome(outcome: Any) -> None:
+        counts[0] += 1
+        counts[1] += outcome.score >= 1
+
+    def log(line: str) -> None:
+        if not json_out:
+            console.print(f"[dim]{counts[0]} runs ·[/] {line}", soft_wrap=True, markup=False)
+
+    evaluator = Evaluator(chosen, work / "evals.jsonl", on_outcome=on_outcome)
+    optimizer = Optimizer(
+        chosen,
+        evaluator,
+        reflect_model,
+        steps=chosen_steps,
+        seed=seed,
+        iterations=iterations,
+        memo=work / "proposals.jsonl",
+        log=log,
+    )
+    try:
+        with console.status("optimizing…", spinner="dots") if not json_out else _null():
+            result = asyncio.run(optimizer.run(base))
+        result.save(out)
+        summary: dict[str, Any] = {"out": str(out), **(result.provenance or {})}
+        summary.pop("train", None)
+        summary.pop("dev", None)
+        summary.pop("base", None)
+        if test:
+            examples = chosen.examples("test")[:test]
+            before = asyncio.run(evaluator.score(base, examples))
+            after = asyncio.run(evaluator.score(result, examples))
+            summary["test"] = {
+                "n": len(examples),
+                "base": before.right,
+                "optimized": after.right,
+                "base_s_per_example": before.seconds,
+                "optimized_s_per_example": after.seconds,
+            }
+            (work / "test.json").write_text(json.dumps(summary["test"], indent=2) + "\n")
+    finally:
+        if isinstance(chosen, SuiteBench):
+            chosen.close()
+        store.close()
+    if json_out:
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        return
+    out_console = report.make_console()
+    out_console.print(
+        f"dev {summary['dev_before']:.0%} → {summary['dev_after']:.0%}; "
+        f"{summary['cost']['model_calls']} model calls, {summary['cost']['minutes']} min. "
+        f"Wrote {out}.",
+        soft_wrap=True,
+        markup=False,
+    )
+    for change in summary["changes"]:
+        out_console.print(
+            f"  kept [{change['step']}] {change['what'][:120]} "
+            f"(dev {change['dev_before']:.0%} → {change['dev_after']:.0%})",
+            soft_wrap=True,
+            markup=False,
+        )
+    if "test" in summary:
+        t = summary["test"]
+        out_console.print(
+            f"test ({t['n']}): base {t['base']}, optimized {t['optimized']}", markup=False
+        )
+
+
+@optimize_app.command("diff")
+def diff(
+    a: Annotated[Path, typer.Argument(help="A LoopConfig file (e.g. the base).")],
+    b: Annotated[Path, typer.Argument(help="Another (e.g. the optimized one).")],
+) -> None:
+    """What B changes from A: fields, demonstrations, tool docs, and B's recorded gains."""
+    from bigloop.config import LoopConfig
+    from bigloop.optimize.diff import config_diff
+
+    lines = config_diff(LoopConfig.load(a), LoopConfig.load(b))
+    console = report.make_console()
+    for line in lines or ["(no difference)"]:
+        console.print(line, soft_wrap=True, markup=False)
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,182 @@
+"""The benches `bigloop optimize` improves a loop on (`bigloop.optimize.bench.Bench`):
+a BFCL category and the everyday-task suite, each split into disjoint train, dev and
+test examples, each example run through the loop with its trace stored and read back
+for the feedback (`bigloop.optimize.feedback`).
+
+Splits (the same for every optimizer and for the DSPy comparison in `bench/`):
+- BFCL: the category file's cases in order; test = the first `test` (100: the cases
+  `bigloop eval bfcl -n 100` reports), train = the next `train` after case 100, dev = the
+  `dev` after those.
+- The task suite: test = its test split (never tuned on); its dev split is divided, per
+  category in suite order, alternately into train and dev.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from bigloop._errors import UserError
+from bigloop.atoms.models.base import ChatModel, ToolSpec
+from bigloop.config import LoopConfig
+from bigloop.eval.bfcl_data import Case, load_cases
+from bigloop.eval.bfcl_score import score
+from bigloop.eval.bfcl_single import loop_run, made_calls
+from bigloop.eval.suite import CATEGORIES, Task, Workspace, split
+from bigloop.eval.suite.checks import Outcome as SuiteOutcome
+from bigloop.eval.suite.run import build_loop
+from bigloop.optimize.bench import Example, Outcome, Split
+from bigloop.optimize.feedback import critique, demo_from, mistakes
+from bigloop.trace.records import RunResult, Step
+from bigloop.trace.store import TraceStore
+
+TEST_BLOCK = 100
+"""BFCL cases before this index are test cases whatever `test` is: train and dev start
+after it, so a test split of up to 100 never overlaps them."""
+
+BFCL_KNOBS: list[dict[str, object]] = [
+    {"off": ["more_calls"]},
+    {"off": ["drop_invented_optionals"]},
+    {"off": ["coerce_types"]},
+    {"off": ["reject_copied_examples"]},
+    {"off": ["relevance_gate"]},
+]
+SUITE_KNOBS: list[dict[str, object]] = [
+    {"planner": "react"},
+    {"clarify": "missing"},
+    {"off": ["more_calls"]},
+    {"off": ["check_answers"]},
+    {"off": ["honour_precision"]},
+    {"off": ["faithful_expressions"]},
+    {"off": ["relevance_gate"]},
+]
+
+
+class BfclBench:
+    """A single-turn BFCL category, scored by BFCL's checker."""
+
+    def __init__(
+        self,
+        category: str,
+        model: ChatModel,
+        store: TraceStore,
+        *,
+        train: int,
+        dev: int,
+        test: int = TEST_BLOCK,
+    ) -> None:
+        cases = load_cases(category)
+        end = TEST_BLOCK + train + dev
+        if test > TEST_BLOCK or end > len(cases):
+            raise UserError(
+                f"BFCL {category} has {len(cases)} cases: test takes the first {TEST_BLOCK} "
+                f"(at most), train and dev the ones after; --train {train} + --dev {dev} "
+                f"need {end}. Ask for fewer."
+            )
+        self.name = f"bfcl:{category}"
+        self.model = model
+        self.store = store
+        self._cases = {c.id: c for c in cases}
+        self._splits: dict[Split, list[Case]] = {
+            "test": cases[:test],
+            "train": cases[TEST_BLOCK : TEST_BLOCK + train],
+            "dev": cases[TEST_BLOCK + train : end],
+        }
+
+    def examples(self, split: Split) -> list[Example]:
+        return [Example(id=c.id, task=_request(c)) for c in self._splits[split]]
+
+    async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
+        case = self._cases[example.id]
+        start = time.perf_counter()
+        run = await loop_run(case, self.model, case.tools, 2, config, self.store)
+        seconds = time.perf_counter() - start
+        calls = [] if run.status == "failed" else made_calls(run)
+        verdict = score(case, calls)
+        steps = self.store.steps(run.run_id)
+        checker = ""
+        if not verdict.valid:
+            errors = "; ".join(str(e) for e in (verdict.errors or []))[:300]
+            made = json.dumps([[n, a] for n, a in calls], ensure_ascii=False, default=str)[:200]
+            checker = f"BFCL checker: {verdict.error_type}: {errors} (calls made: {made})"
+        return _outcome(example, run, steps, verdict.valid, checker, seconds)
+
+    def tools(self) -> list[ToolSpec]:
+        return []  # each case has its own functions
+
+    def knobs(self) -> list[dict[str, object]]:
+        return BFCL_KNOBS
+
+
+class SuiteBench:
+    """The everyday-task suite, each task with its own tools over a generated workspace."""
+
+    def __init__(self, model: ChatModel, store: TraceStore) -> None:
+        self.name = "tasks"
+        self.model = model
+        self.store = store
+        self._tmp = tempfile.TemporaryDirectory(prefix="bigloop-optimize-")
+        self.workspace = Workspace.create(Path(self._tmp.name))
+        self._tasks = {t.id: t for t in split("all")}
+        train: list[Task] = []
+        dev: list[Task] = []
+        for category in CATEGORIES:
+            tasks = [t for t in split("dev") if t.category == category]
+            train += tasks[0::2]
+            dev += tasks[1::2]
+        self._splits: dict[Split, list[Task]] = {
+            "train": train,
+            "dev": dev,
+            "test": split("test"),
+        }
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def examples(self, split: Split) -> list[Example]:
+        return [Example(id=t.id, task=t.text) for t in self._splits[split]]
+
+    async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
+        task = self._tasks[example.id]
+        loop = build_loop(self.model, self.workspace.tools(task.tools), config, self.store)
+        start = time.perf_counter()
+        run = await loop.run(task.text)
+        seconds = time.perf_counter() - start
+        passed, why = task.check(SuiteOutcome.of(run))
+        steps = self.store.steps(run.run_id)
+        verdict = "" if passed else f"check: {why} (answer: {str(run.answer)[:200]!r})"
+        return _outcome(example, run, steps, passed, verdict, seconds)
+
+    def tools(self) -> list[ToolSpec]:
+        names = sorted({n for t in self._splits["train"] for n in t.tools})
+        tools = {t.name: t for t in self.workspace.tools(tuple(names))}
+        return [
+            ToolSpec(name=t.name, description=t.description, parameters=t.schema)
+            for t in tools.values()
+        ]
+
+    def knobs(self) -> list[dict[str, object]]:
+        return SUITE_KNOBS
+
+
+def _outcome(
+    example: Example, run: RunResult, steps: list[Step], passed: bool, verdict: str, seconds: float
+) -> Outcome:
+    return Outcome(
+        example_id=example.id,
+        score=1.0 if passed else 0.0,
+        critique="" if passed else critique(verdict, steps),
+        seconds=round(seconds, 3),
+        model_calls=sum(s.kind == "model" for s in steps),
+        tokens=run.usage.prompt_tokens + run.usage.completion_tokens,
+        demo=demo_from(example.task, steps, run.answer) if passed else None,
+        mistakes=mistakes(steps),
+        run_id=run.run_id,
+    )
+
+
+def _request(case: Case) -> str:
+    users = [m["content"] for m in case.messages if m["role"] == "user"]
+    return users[-1] if users else ""

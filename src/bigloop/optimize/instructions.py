@@ -1,0 +1,109 @@
+"""Instructions proposed by reflection (GEPA-style, without gradients): a model reads the
+current instructions and runs that went wrong with their critiques, and writes new
+instructions; candidates are kept in a Pareto pool — every candidate that is best on at
+least one dev example stays, and the next parent is drawn from them in proportion to how
+many examples each wins — so instructions that win on different examples all survive."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bigloop.atoms.models.base import ChatModel, Message, ModelSettings
+from bigloop.optimize.bench import Example, Outcome
+from bigloop.optimize.evaluate import Scores
+
+REFLECT = """\
+You improve the instructions given to an assistant that answers requests by calling \
+tools (functions) with JSON arguments.
+
+Current instructions:
+{current}
+
+Requests it got wrong, each with what went wrong:
+{failures}
+
+Write new instructions that would avoid these kinds of mistakes on other requests too: \
+general rules about choosing functions and writing argument values, not facts about \
+these requests. At most five short sentences."""
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"instructions": {"type": "string", "minLength": 20, "maxLength": 700}},
+    "required": ["instructions"],
+}
+SETTINGS = ModelSettings(temperature=0.7, max_tokens=300, response_schema=SCHEMA)
+NO_INSTRUCTIONS = "(none: only the tool list and the reply format)"
+
+
+def reflection_prompt(current: str | None, failures: Sequence[tuple[Example, Outcome]]) -> str:
+    shown = "\n\n".join(
+        f"Request: {example.task[:400]}\nWhat went wrong: {outcome.critique or 'wrong result'}"
+        for example, outcome in failures
+    )
+    return REFLECT.format(current=current or NO_INSTRUCTIONS, failures=shown)
+
+
+async def propose(model: ChatModel, prompt: str, *, seed: int = 0) -> str | None:
+    """New instructions from `prompt` (`reflection_prompt`); None when the model gave
+    nothing usable."""
+    settings = dataclasses.replace(SETTINGS, seed=seed)
+    response = await model.chat([Message(role="user", content=prompt)], [], settings)
+    try:
+        text = json.loads(response.text)["instructions"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    text = " ".join(str(text).split())
+    return text if len(text) >= 20 else None
+
+
+@dataclass(kw_only=True)
+class Candidate:
+    instructions: str | None
+    scores: Scores
+
+
+class ParetoPool:
+    """Candidates and their dev outcomes; the front is every candidate that is best on
+    at least one example."""
+
+    def __init__(self) -> None:
+        self.candidates: list[Candidate] = []
+
+    def add(self, candidate: Candidate) -> None:
+        self.candidates.append(candidate)
+
+    def wins(self) -> list[int]:
+        """Per candidate, the examples on which no other candidate scores higher (ties
+        count for each)."""
+        counts = [0] * len(self.candidates)
+        ids = {i for c in self.candidates for i in c.scores.outcomes}
+        for example_id in ids:
+            scores = [
+                c.scores.outcomes[example_id].score if example_id in c.scores.outcomes else 0.0
+                for c in self.candidates
+            ]
+            best = max(scores)
+            if best <= 0:
+                continue
+            for k, s in enumerate(scores):
+                if s == best:
+                    counts[k] += 1
+        return counts
+
+    def front(self) -> list[Candidate]:
+        return [c for c, w in zip(self.candidates, self.wins(), strict=True) if w > 0]
+
+    def pick(self, rng: random.Random) -> Candidate:
+        """A parent: a front candidate, drawn in proportion to its wins."""
+        wins = self.wins()
+        if not any(wins):
+            return self.candidates[0]
+        return rng.choices(self.candidates, weights=wins, k=1)[0]
+
+    def best(self) -> Candidate:
+        """The candidate with the highest mean dev score (the earliest on ties)."""
+        return max(self.candidates, key=lambda c: c.scores.mean)

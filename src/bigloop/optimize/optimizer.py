@@ -1,0 +1,310 @@
+"""The optimizer: a base `LoopConfig` improved step by step on a bench's dev split, each
+step a small module with one job — the schedule and policies (`search`), demonstrations
+(`demos`), instructions (`instructions`), tool documentation (`tool_docs`) — a change
+kept only when it raises the dev score. The result is the config with its provenance:
+the data, the seed, the base config, every accepted change with its dev gain, the
+Pareto front of the policy search, and what optimizing cost.
+
+Evaluations are remembered (`Evaluator`) and so are the reflective proposals, so an
+interrupted optimization rerun with the same arguments resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bigloop.atoms.models.base import ChatModel
+from bigloop.config import LoopConfig
+from bigloop.optimize import demos, instructions, search, tool_docs
+from bigloop.optimize.bench import Bench, Example
+from bigloop.optimize.evaluate import Evaluator, Scores, fingerprint
+
+STEPS = ("policies", "demos", "instructions", "tool_docs")
+
+
+@dataclass(kw_only=True)
+class Change:
+    """An accepted change and what it gained on dev."""
+
+    step: str
+    what: str
+    dev_before: float
+    dev_after: float
+
+
+@dataclass(kw_only=True)
+class Proposal:
+    """What a step found: the best candidate config, its dev scores, a description."""
+
+    config: LoopConfig
+    scores: Scores
+    what: str
+
+
+class Optimizer:
+    """Improves a config on `bench`'s dev split.
+
+    Args:
+        evaluator: scores configs on examples (and remembers them).
+        reflector: the model that proposes instructions and tool docs (the embedded one
+            by default; a stronger one helps).
+        steps: which of `STEPS` to run, in order.
+        iterations: reflective proposals tried for the instructions.
+        minibatch: training examples a proposal is first tried on (it reaches dev only
+            if it beats its parent there).
+        memo: a file remembering proposals, for resuming.
+        log: receives one line per candidate tried and per step.
+    """
+
+    def __init__(
+        self,
+        bench: Bench,
+        evaluator: Evaluator,
+        reflector: ChatModel,
+        *,
+        steps: Sequence[str] = STEPS,
+        seed: int = 0,
+        iterations: int = 4,
+        minibatch: int = 6,
+        memo: Path | None = None,
+        log: Callable[[str], None] = lambda line: None,
+    ) -> None:
+        self.bench = bench
+        self.evaluator = evaluator
+        self.reflector = reflector
+        self.steps = list(steps)
+        self.seed = seed
+        self.iterations = iterations
+        self.minibatch = minibatch
+        self.memo = memo
+        self.log = log
+        self.reflections = 0
+        self._memo = _load_memo(memo)
+
+    async def run(self, base: LoopConfig) -> LoopConfig:
+        """The optimized config, with its provenance."""
+        started = time.perf_counter()
+        base = base.model_copy(update={"provenance": None})
+        train, dev = self.bench.examples("train"), self.bench.examples("dev")
+        current = base
+        scores = await self.evaluator.score(current, dev)
+        first = scores.mean
+        self.log(f"base: dev {scores.right}/{len(dev)} ({scores.mean:.0%})")
+        changes: list[Change] = []
+        front: list[dict[str, object]] = []
+        for step in self.steps:
+            proposal = await self._step(step, current, scores, train, dev, front)
+            if proposal is not None and proposal.scores.mean > scores.mean:
+                changes.append(
+                    Change(
+                        step=step,
+                        what=proposal.what,
+                        dev_before=round(scores.mean, 4),
+                        dev_after=round(proposal.scores.mean, 4),
+                    )
+                )
+                self.log(
+                    f"[{step}] kept: {proposal.what} — dev {scores.right} → "
+                    f"{proposal.scores.right}/{len(dev)}"
+                )
+                current, scores = proposal.config, proposal.scores
+            else:
+                self.log(f"[{step}] nothing beat dev {scores.right}/{len(dev)}; unchanged")
+        provenance = {
+            "bench": self.bench.name,
+            "train": [e.id for e in train],
+            "dev": [e.id for e in dev],
+            "seed": self.seed,
+            "steps": self.steps,
+            "base": base.model_dump(mode="json", exclude={"provenance"}),
+            "base_fingerprint": fingerprint(base),
+            "dev_before": round(first, 4),
+            "dev_after": round(scores.mean, 4),
+            "changes": [asdict(c) for c in changes],
+            "policy_front": front,
+            "cost": {
+                "model_calls": self.evaluator.model_calls + self.reflections,
+                "reflections": self.reflections,
+                "evaluation_minutes": round(self.evaluator.seconds / 60, 2),
+                "minutes": round((time.perf_counter() - started) / 60, 2),
+            },
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        return current.model_copy(update={"provenance": provenance})
+
+    async def _step(
+        self,
+        step: str,
+        current: LoopConfig,
+        scores: Scores,
+        train: list[Example],
+        dev: list[Example],
+        front: list[dict[str, object]],
+    ) -> Proposal | None:
+        if step == "policies":
+            return await self._policies(current, dev, front)
+        if step == "demos":
+            return await self._demos(current, train, dev)
+        if step == "instructions":
+            return await self._instructions(current, scores, train, dev)
+        if step == "tool_docs":
+            return await self._tool_docs(current, train, dev)
+        raise ValueError(f"Unknown step {step!r}; choose from {', '.join(STEPS)}.")
+
+    async def _policies(
+        self, current: LoopConfig, dev: list[Example], front: list[dict[str, object]]
+    ) -> Proposal | None:
+        pool = search.candidates(current, self.bench.knobs())
+        trials = await search.successive_halving(self.evaluator, pool, dev)
+        for t in sorted(trials, key=lambda t: (-t.rung, -t.scores.mean)):
+            n = len(t.scores.outcomes)
+            self.log(
+                f"[policies] {t.label}: {t.scores.right}/{n} on {n} dev, "
+                f"{t.scores.seconds:.1f} s/example"
+            )
+        best = search.pareto_front(trials)
+        front.extend(
+            {"label": t.label, "dev": round(t.scores.mean, 4), "s_per_example": t.scores.seconds}
+            for t in best
+        )
+        top = best[0]
+        return (
+            None
+            if top.label == "base"
+            else Proposal(config=top.config, scores=top.scores, what=top.label)
+        )
+
+    async def _demos(
+        self, current: LoopConfig, train: list[Example], dev: list[Example]
+    ) -> Proposal | None:
+        bootstrap = await self.evaluator.score(current, train)
+        pool = demos.demo_pool([o.demo for o in bootstrap.outcomes.values() if o.score >= 1])
+        sets = demos.demo_sets(pool, seed=self.seed)
+        self.log(f"[demos] {len(pool)} successful training runs; {len(sets)} sets to try")
+        tried = [("base", current)] + [
+            (
+                f"{len(s)} demos ({'; '.join(d.task[:40] for d in s)})",
+                current.model_copy(update={"demos": s}),
+            )
+            for s in sets
+        ]
+        return await self._best_of(tried, dev, "demos")
+
+    async def _instructions(
+        self, current: LoopConfig, scores: Scores, train: list[Example], dev: list[Example]
+    ) -> Proposal | None:
+        rng = random.Random(self.seed)
+        pool = instructions.ParetoPool()
+        pool.add(instructions.Candidate(instructions=current.system, scores=scores))
+        for k in range(self.iterations):
+            parent = pool.pick(rng)
+            parent_config = current.model_copy(update={"system": parent.instructions})
+            batch = rng.sample(train, min(self.minibatch, len(train)))
+            before = await self.evaluator.score(parent_config, batch)
+            failures = [
+                (e, before.outcomes[e.id]) for e in batch if before.outcomes[e.id].score < 1
+            ]
+            if not failures:
+                self.log(f"[instructions] {k + 1}: parent right on its minibatch; next")
+                continue
+            prompt = instructions.reflection_prompt(parent.instructions, failures[:4])
+            text = await self._propose(prompt, instructions.propose, k)
+            if text is None or text == parent.instructions:
+                self.log(f"[instructions] {k + 1}: no usable proposal")
+                continue
+            child = current.model_copy(update={"system": text})
+            after = await self.evaluator.score(child, batch)
+            self.log(
+                f"[instructions] {k + 1}: minibatch {before.right} → {after.right}/{len(batch)}: "
+                f"{text[:100]!r}"
+            )
+            if after.mean <= before.mean:
+                continue
+            on_dev = await self.evaluator.score(child, dev)
+            self.log(f"[instructions] {k + 1}: dev {on_dev.right}/{len(dev)}")
+            pool.add(instructions.Candidate(instructions=text, scores=on_dev))
+        best = pool.best()
+        if best.instructions == current.system:
+            return None
+        config = current.model_copy(update={"system": best.instructions})
+        return Proposal(
+            config=config, scores=best.scores, what=f"instructions: {best.instructions!r}"
+        )
+
+    async def _tool_docs(
+        self, current: LoopConfig, train: list[Example], dev: list[Example]
+    ) -> Proposal | None:
+        specs = {s.name: s for s in self.bench.tools()}
+        if not specs:
+            self.log("[tool_docs] the bench shares no tools across examples; skipped")
+            return None
+        runs = await self.evaluator.score(current, train)
+        wrong = [m for o in runs.outcomes.values() for m in o.mistakes]
+        by_tool = tool_docs.mistakes_by_tool(wrong, list(specs))
+        tried: list[tuple[str, LoopConfig]] = [("base", current)]
+        for k, (name, found) in enumerate(list(by_tool.items())[:3]):
+            spec = specs[name]
+            if name in current.tool_docs:
+                spec = type(spec)(
+                    name=name, description=current.tool_docs[name], parameters=spec.parameters
+                )
+            text = await self._propose(
+                tool_docs.rewrite_prompt(spec, found[:5]), tool_docs.propose_doc, k
+            )
+            if text is None:
+                continue
+            self.log(f"[tool_docs] {name} ({len(found)} mistakes): {text[:100]!r}")
+            docs = {**current.tool_docs, name: text}
+            tried.append(
+                (f"doc of {name}: {text!r}", current.model_copy(update={"tool_docs": docs}))
+            )
+        if len(tried) == 1:
+            self.log("[tool_docs] no tool was called wrongly in training, or no usable rewrite")
+            return None
+        return await self._best_of(tried, dev, "tool_docs")
+
+    async def _best_of(
+        self, tried: list[tuple[str, LoopConfig]], dev: list[Example], step: str
+    ) -> Proposal | None:
+        trials = await search.successive_halving(self.evaluator, tried, dev)
+        for t in trials:
+            n = len(t.scores.outcomes)
+            self.log(f"[{step}] {t.label[:100]}: {t.scores.right}/{n}")
+        top = search.pareto_front(trials)[0]
+        if top.label == "base":
+            return None
+        return Proposal(config=top.config, scores=top.scores, what=top.label)
+
+    async def _propose(
+        self, prompt: str, propose: Callable[..., Awaitable[str | None]], k: int
+    ) -> str | None:
+        key = hashlib.sha256(f"{self.seed}:{k}:{prompt}".encode()).hexdigest()[:20]
+        if key in self._memo:
+            return self._memo[key]
+        text = await propose(self.reflector, prompt, seed=self.seed + k)
+        self.reflections += 1
+        self._memo[key] = text
+        if self.memo is not None:
+            self.memo.parent.mkdir(parents=True, exist_ok=True)
+            with self.memo.open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"key": key, "text": text}, ensure_ascii=False) + "\n")
+        return text
+
+
+def _load_memo(path: Path | None) -> dict[str, str | None]:
+    memo: dict[str, str | None] = {}
+    if path is None or not path.exists():
+        return memo
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        memo[row["key"]] = row["text"]
+    return memo

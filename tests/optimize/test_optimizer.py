@@ -1,0 +1,283 @@
+"""The optimizer's steps on a bench whose scores follow the config by rule (fast), and
+on BFCL through the real Loop and BFCL's checker with a scripted model (plumbing)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bigloop import FunctionModel, Message, ToolSpec
+from bigloop.config import Demo, DemoCall, LoopConfig
+from bigloop.eval.benches import BfclBench
+from bigloop.eval.bfcl_data import load_cases
+from bigloop.optimize import demos, search
+from bigloop.optimize.bench import Example, Outcome, Split
+from bigloop.optimize.diff import config_diff
+from bigloop.optimize.evaluate import Evaluator, Scores
+from bigloop.optimize.instructions import Candidate, ParetoPool
+from bigloop.optimize.optimizer import Optimizer
+from bigloop.trace.store import TraceStore
+
+
+class RuleBench:
+    """Example k is right when k is even, or the config has demos, or its instructions
+    say "RULE"; turning "more_calls" off makes runs faster but loses example 0."""
+
+    name = "rule"
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self._examples = {
+            s: [Example(id=f"{s}-{k}", task=f"task {s} {k}") for k in range(8)]
+            for s in ("train", "dev", "test")
+        }
+
+    def examples(self, split: Split) -> list[Example]:
+        return self._examples[split]
+
+    async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
+        self.runs += 1
+        k = int(example.id.rsplit("-", 1)[1])
+        right = k % 2 == 0 or bool(config.demos) or "RULE" in (config.system or "")
+        fast = "more_calls" in config.off
+        if fast and k == 0:
+            right = False
+        demo = Demo(task=example.task, calls=[DemoCall(name="f", arguments={"k": k})])
+        return Outcome(
+            example_id=example.id,
+            score=float(right),
+            critique="" if right else f"wrong value for k={k}",
+            seconds=1.0 if fast else 2.0,
+            model_calls=1,
+            demo=demo if right else None,
+        )
+
+    def tools(self) -> list[ToolSpec]:
+        return []
+
+    def knobs(self) -> list[dict[str, object]]:
+        return [{"off": ["more_calls"]}]
+
+
+def reflector(text: str) -> FunctionModel:
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        assert "What went wrong: wrong value" in messages[-1].content  # the critiques
+        return json.dumps({"instructions": text})
+
+    return FunctionModel(reply)
+
+
+def test_demonstrations_are_bootstrapped_from_successful_training_runs(tmp_path: Path) -> None:
+    bench = RuleBench()
+    evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+    optimizer = Optimizer(bench, evaluator, reflector("unused"), steps=["demos"])
+    result = asyncio.run(optimizer.run(LoopConfig()))
+    assert result.demos and all(d.task.startswith("task train") for d in result.demos)
+    assert all(int(d.task.split()[-1]) % 2 == 0 for d in result.demos)  # only right runs
+    provenance = result.provenance or {}
+    assert (provenance["dev_before"], provenance["dev_after"]) == (0.5, 1.0)
+    assert [c["step"] for c in provenance["changes"]] == ["demos"]
+    assert provenance["dev"] == [e.id for e in bench.examples("dev")]
+    assert provenance["cost"]["model_calls"] == bench.runs
+
+
+def test_instructions_come_from_reflection_on_critiques_and_are_kept_when_dev_rises(
+    tmp_path: Path,
+) -> None:
+    bench = RuleBench()
+    evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+    optimizer = Optimizer(
+        bench,
+        evaluator,
+        reflector("RULE: take each value from the request."),
+        steps=["instructions"],
+        iterations=2,
+    )
+    result = asyncio.run(optimizer.run(LoopConfig(system="Be brief.")))
+    assert result.system == "RULE: take each value from the request."
+    assert optimizer.reflections >= 1
+
+
+def test_a_useless_proposal_is_not_kept(tmp_path: Path) -> None:
+    bench = RuleBench()
+    evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+    optimizer = Optimizer(
+        bench,
+        evaluator,
+        reflector("Think about the request carefully."),
+        steps=["instructions"],
+        iterations=2,
+    )
+    result = asyncio.run(optimizer.run(LoopConfig(system="Be brief.")))
+    assert result.system == "Be brief."
+    assert (result.provenance or {})["changes"] == []
+
+
+def test_policy_search_reports_a_pareto_front_and_keeps_accuracy_first(tmp_path: Path) -> None:
+    bench = RuleBench()
+    evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+    optimizer = Optimizer(bench, evaluator, reflector("unused"), steps=["policies"])
+    result = asyncio.run(optimizer.run(LoopConfig()))
+    assert result.off == []  # faster but less accurate: not kept
+    front = (result.provenance or {})["policy_front"]
+    assert [f["label"] for f in front] == ["base", "off=['more_calls']"]
+
+
+def test_a_rerun_resumes_from_the_remembered_evaluations_and_proposals(tmp_path: Path) -> None:
+    first_bench, again = RuleBench(), RuleBench()
+    for bench in (first_bench, again):
+        evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+        optimizer = Optimizer(
+            bench,
+            evaluator,
+            reflector("RULE one."),
+            iterations=2,
+            memo=tmp_path / "proposals.jsonl",
+        )
+        result = asyncio.run(optimizer.run(LoopConfig()))
+    assert first_bench.runs > 0 and again.runs == 0
+    assert optimizer.reflections == 0
+    assert result.demos  # the same result, from memory
+
+
+def test_successive_halving_gives_all_of_dev_only_to_the_better_half(tmp_path: Path) -> None:
+    bench = RuleBench()
+    evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+    dev = bench.examples("dev")
+    pool = [
+        ("base", LoopConfig()),
+        ("demos", LoopConfig(demos=[Demo(task="t", answer="a")])),
+        ("rule", LoopConfig(system="RULE")),
+        ("fast", LoopConfig(off=["more_calls"])),
+    ]
+    trials = asyncio.run(search.successive_halving(evaluator, pool, dev, first=4))
+    full = {t.label for t in trials if len(t.scores.outcomes) == len(dev)}
+    assert full == {"demos", "rule"}
+    assert search.pareto_front(trials)[0].label == "demos"  # tie: the earlier one
+
+
+def test_the_pareto_pool_keeps_candidates_that_win_on_different_examples() -> None:
+    def scores(right: list[int]) -> Scores:
+        return Scores(
+            outcomes={str(k): Outcome(example_id=str(k), score=float(k in right)) for k in range(4)}
+        )
+
+    pool = ParetoPool()
+    pool.add(Candidate(instructions="a", scores=scores([0, 1])))
+    pool.add(Candidate(instructions="b", scores=scores([2])))
+    pool.add(Candidate(instructions="c", scores=scores([0])))  # dominated by a
+    assert pool.wins() == [2, 1, 1]
+    assert [c.instructions for c in pool.front()] == ["a", "b", "c"]
+    assert pool.best().instructions == "a"
+    picks = {pool.pick(random.Random(s)).instructions for s in range(30)}
+    assert picks == {"a", "b", "c"}
+
+
+def test_demo_sets_show_different_tools() -> None:
+    pool = [
+        Demo(task=f"t{k}", calls=[DemoCall(name="f" if k < 3 else "g", arguments={})])
+        for k in range(6)
+    ]
+    for chosen in demos.demo_sets(pool, sizes=(2,), per_size=3, seed=1):
+        assert {c.name for d in chosen for c in d.calls} == {"f", "g"}
+    long = Demo(task="x" * 500, answer="y")
+    assert demos.demo_pool([long, None, pool[0], pool[0]]) == [pool[0]]
+
+
+def test_diff_names_each_change_and_the_recorded_gain() -> None:
+    a = LoopConfig()
+    b = LoopConfig(
+        system="RULE",
+        off=["more_calls"],
+        demos=[Demo(task="What is 2+2?", calls=[DemoCall(name="calculator", arguments={})])],
+        tool_docs={"calculator": "Evaluates an expression."},
+        provenance={"changes": [{"step": "demos", "dev_before": 0.5, "dev_after": 0.75}]},
+    )
+    text = "\n".join(config_diff(a, b))
+    assert "~ system: null → RULE" in text
+    assert "+ demo: What is 2+2?" in text
+    assert "~ doc of calculator: None → 'Evaluates an expression.'" in text
+    assert "demos: dev 50% → 75%" in text
+    assert config_diff(a, a) == []
+
+
+def test_bfcl_bench_reads_feedback_from_the_trace(tmp_path: Path) -> None:
+    """Through the real Loop and BFCL's checker: a wrong call's critique carries the
+    checker's verdict and the loop's refusal; a right run becomes a demonstration."""
+    store = TraceStore(tmp_path / "traces.db")
+    cases = {c.id: c for c in load_cases("simple_python")}
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        request = next(m.content for m in messages if m.role == "user")
+        case = next(c for c in cases.values() if c.messages[-1]["content"] == request)
+        name = case.functions[0]["name"]
+        truth = case.answer[0][name] if case.answer else {}
+        if case.id.endswith("1"):  # a wrong value (and an unknown argument first)
+            if len([m for m in messages if m.role == "assistant"]) == 0:
+                return json.dumps({"name": name, "arguments": {"nonsense": 1}})
+            return json.dumps({"name": name, "arguments": {k: "wrong" for k in truth}})
+        args = {k: v[0] for k, v in truth.items() if v and v[0] != ""}
+        return json.dumps({"name": name, "arguments": args})
+
+    bench = BfclBench("simple_python", FunctionModel(reply), store, train=2, dev=2)
+    assert [e.id for e in bench.examples("train")] == ["simple_python_100", "simple_python_101"]
+    assert [e.id for e in bench.examples("dev")] == ["simple_python_102", "simple_python_103"]
+    right, wrong = (asyncio.run(bench.evaluate(LoopConfig(), e)) for e in bench.examples("train"))
+    assert right.score == 1.0 and right.demo is not None and right.demo.calls
+    assert right.critique == "" and right.run_id and store.steps(right.run_id)
+    assert wrong.score == 0.0 and wrong.demo is None
+    assert "BFCL checker:" in wrong.critique and "nonsense" in wrong.critique
+    assert wrong.mistakes and wrong.mistakes[0].error.startswith("invalid_arguments")
+
+
+def test_bfcl_bench_refuses_splits_the_category_cannot_hold(tmp_path: Path) -> None:
+    from bigloop import UserError
+
+    with pytest.raises(UserError, match="need 600"):
+        BfclBench(
+            "simple_python",
+            FunctionModel(lambda m, t: ""),
+            TraceStore(tmp_path / "t.db"),
+            train=250,
+            dev=250,
+        )
+
+
+def test_the_optimized_config_reaches_the_model(tmp_path: Path) -> None:
+    """Demonstrations and instructions are in the system prompt the model gets, tool docs
+    replace the tool's description, in a loop built from the config file."""
+    from bigloop import Loop
+    from bigloop.eval.suite.run import build_loop
+
+    seen: list[Any] = []
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        seen.append((messages, tools))
+        return json.dumps({"answer": "4"})
+
+    config = LoopConfig(
+        system="RULE",
+        demos=[
+            Demo(
+                task="What is 3+3?",
+                calls=[DemoCall(name="calculator", arguments={"expression": "3+3"})],
+            )
+        ],
+        tool_docs={"calculator": "Adds and multiplies."},
+    )
+    path = tmp_path / "loop.json"
+    config.save(path)
+    from bigloop.atoms import builtin
+
+    loop: Loop = build_loop(FunctionModel(reply), builtin.default_tools(), LoopConfig.load(path))
+    asyncio.run(loop.run("What is 2+2?"))
+    messages, tools = seen[0]
+    system = messages[0].content
+    assert messages[0].role == "system" and system.startswith("RULE")
+    assert 'Request: What is 3+3?\nReply: {"tool_calls": [{"name": "calculator"' in system
+    assert next(t for t in tools if t.name == "calculator").description == "Adds and multiplies."
