@@ -10,7 +10,12 @@ import pytest
 DOCS = Path(__file__).parent.parent / "docs"
 BLOCKS = [
     (doc, code)
-    for doc in (DOCS / "guide.md", DOCS / "architecture.md", DOCS / "safety.md")
+    for doc in (
+        DOCS / "guide.md",
+        DOCS / "architecture.md",
+        DOCS / "safety.md",
+        DOCS / "optimize.md",
+    )
     for code in re.findall(r"```python\n(.*?)```", doc.read_text(), re.DOTALL)
 ]
 

@@ -49,6 +49,7 @@ class FakeModel:
     def __init__(self, canned: dict[str, list[dict[str, Any]]]) -> None:
         self.canned = canned
         self.requests = 0
+        self.max_tokens: list[Any] = []  # as each request asked (llama_cpp.server's field)
         self._lock = threading.Lock()
 
     def reply(self, messages: list[dict[str, Any]]) -> str:
@@ -83,6 +84,7 @@ def fake_server(model: FakeModel) -> Iterator[str]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            model.max_tokens.append(body.get("max_tokens"))
             content = model.reply(body.get("messages", []))
             self._send(
                 {
@@ -180,3 +182,33 @@ def test_the_optimizers_are_built_within_the_budget(tmp_path: Path) -> None:
     starved = run("--optimizer", "gepa", "--dry-run", "--dev", "30", "--budget", "20")
     assert starved.returncode == 1
     assert "--budget 20 is too small for GEPA" in starved.stderr
+
+
+def test_mipro_and_gepa_optimize_and_their_model_calls_are_counted(tmp_path: Path) -> None:
+    cases = load_cases("simple_python")
+    # Right calls for the first test case and for some train and dev cases (so that
+    # bootstrapping finds demos and the scores differ); none for the others.
+    model = FakeModel({c.messages[-1]["content"]: truth(c) for c in [cases[0], *cases[100:105]]})
+    with fake_server(model) as url:
+        options = ["--test", "2", "--train", "3", "--dev", "3", "--budget", "40"]
+        options += ["--optimizer", "mipro", "--optimizer", "gepa", "--out", str(tmp_path)]
+        done = run(*options, "--fake-server", url)
+    assert done.returncode == 0, done.stderr
+
+    rows = {
+        r["optimizer"]: r for r in json.loads((tmp_path / "simple_python.json").read_text())["rows"]
+    }
+    assert set(rows) == {"mipro", "gepa"}
+    spent = 0
+    for row in rows.values():
+        assert row["complete"] and row["run"] == 2 and row["passed"] == 1
+        assert 0 < row["lm_calls_optimizing"] <= 40 and row["dev_score"] is not None
+        spent += row["lm_calls_optimizing"] + sum(c["lm_calls"] for c in row["cases"])
+    assert spent == model.requests  # every request the server answered, counted once
+    # Every request bounded its tokens as llama_cpp.server reads it: the program's calls
+    # 512, the proposals and reflections 1024.
+    assert set(model.max_tokens) == {512, 1024}
+    assert rows["mipro"]["plan"]["num_trials"] >= 1
+    assert rows["gepa"]["plan"]["max_metric_calls"] <= 40
+    table = (tmp_path / "simple_python.md").read_text()
+    assert "| MIPROv2 | **1/2 (50%)** |" in table and "| GEPA | **1/2 (50%)** |" in table

@@ -41,7 +41,6 @@ BFCL_KNOBS: list[dict[str, object]] = [
     {"off": ["drop_invented_optionals"]},
     {"off": ["coerce_types"]},
     {"off": ["reject_copied_examples"]},
-    {"off": ["relevance_gate"]},
 ]
 SUITE_KNOBS: list[dict[str, object]] = [
     {"planner": "react"},
