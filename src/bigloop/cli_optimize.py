@@ -97,6 +97,8 @@ def optimize(
     """
     if ctx.invoked_subcommand is not None:
         return
+    from rich.markup import escape
+
     from bigloop._errors import UserError
     from bigloop.atoms.models.spec import ModelSpec
     from bigloop.config import LoopConfig
@@ -139,7 +141,7 @@ def optimize(
 
     def log(line: str) -> None:
         if not json_out:
-            console.print(f"[dim]{counts[0]} runs ·[/] {line}", soft_wrap=True, markup=False)
+            console.print(f"[dim]{counts[0]} runs ·[/] {escape(line)}", soft_wrap=True)
 
     evaluator = Evaluator(chosen, work / "evals.jsonl", on_outcome=on_outcome)
     optimizer = Optimizer(

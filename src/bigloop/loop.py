@@ -43,6 +43,7 @@ from bigloop.schedule.policies import (
     with_approval,
 )
 from bigloop.schedule.react import ReactPlanner
+from bigloop.schedule.redundancy import LearnsFromRuns
 from bigloop.schedule.search import SearchPlanner
 from bigloop.schedule.select import listed_items
 from bigloop.trace.records import RunResult, RunStatus, Step, valid_text
@@ -383,7 +384,10 @@ class Loop:
             # A planner stopped by a failure to record its step still has calls running.
             if (close := getattr(steps, "aclose", None)) is not None:
                 await close()
-        return self._result(ctx, status, error)
+        result = self._result(ctx, status, error)
+        if isinstance(self.model, LearnsFromRuns):
+            self.model.observe_run(result)
+        return result
 
     def _record(self, ctx: RunContext, step: Step, on_step: OnStep | None) -> None:
         # A planner may create a step before an earlier one is recorded (a streamed plan

@@ -43,9 +43,14 @@ class BanditPolicy:
     @classmethod
     def from_store(cls, store: TraceStore, kind_of: Callable[[str], str]) -> BanditPolicy:
         """A policy that has seen every finished run in `store`; `kind_of(task)` names the
-        kind of task a run's task text is."""
+        kind of task a run's task text is. A run counts for the model that wrote its last
+        reply (a routed run's `answered_by`), else for the run's model; a success is an
+        "ok" run."""
         policy = cls()
         for run in store.runs(limit=1_000_000):
             if run.status in ("ok", "failed", "budget_exceeded"):
-                policy.update(kind_of(run.task), run.model, run.status == "ok")
+                replies = [s for s in store.steps(run.run_id) if s.kind == "model"]
+                info = replies[-1].input if replies and isinstance(replies[-1].input, dict) else {}
+                atom = str(info.get("answered_by") or run.model)
+                policy.update(kind_of(run.task), atom, run.status == "ok")
         return policy

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Protocol, runtime_checkable
 
 from bigloop._errors import ModelUnavailable, UserError
 from bigloop.atoms.card import AtomCard
@@ -31,10 +32,31 @@ from bigloop.atoms.models.base import (
     ModelSettings,
     ToolSpec,
 )
+from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.schema import schema_problems
 from bigloop.schedule.route import Constraints, Weights, route
+from bigloop.trace.records import RunResult
 
 Check = Callable[[ModelResponse, list[ToolSpec]], bool]
+
+
+class RouteLearner(Protocol):
+    """Which model to try first for a kind of task, learned from run outcomes
+    (`bigloop.optimize.bandit.BanditPolicy` is one)."""
+
+    def choose(self, kind: str, atoms: Sequence[str]) -> str: ...
+
+    def update(self, kind: str, atom: str, success: bool) -> None: ...
+
+
+@runtime_checkable
+class LearnsFromRuns(Protocol):
+    """A model that learns from each finished run: the loop calls `observe_run` with the
+    result as soon as a run ends (`RoutedModel` with a learner)."""
+
+    def observe_run(self, result: RunResult) -> None: ...
+
+
 """A cascade check: does this reply to a request offering these tools need no escalation?"""
 
 
@@ -81,7 +103,16 @@ class RoutedModel:
     """A model atom that routes every request among `models` by their cards (`route`),
     then falls back along the route's order. Each reply carries its routing decision in
     `ModelResponse.route` (order, Pareto front, rejections), which the loop writes into
-    the trace."""
+    the trace.
+
+    With a `learner`, routing also learns: for each request the learner picks, among the
+    models the constraints allow, the one to try first for the request's kind
+    (`kind_of(task)`, the user's last request); the loop reports every finished run
+    (`observe_run`), and each reply counts for the model that wrote it: a failure when
+    it was unreadable or had a call refused, or when it was the last and the run did not
+    end "ok"; a success otherwise. Seed the learner from earlier traces with
+    `BanditPolicy.from_store`.
+    """
 
     def __init__(
         self,
@@ -91,12 +122,16 @@ class RoutedModel:
         weights: Weights | None = None,
         cards: Sequence[AtomCard] | None = None,
         timeout_s: float | None = None,
+        learner: RouteLearner | None = None,
+        kind_of: Callable[[str], str] = lambda task: "any",
     ) -> None:
         self.models = {m.name: m for m in models}
         self.constraints = constraints
         self.weights = weights
         self.cards = list(cards) if cards is not None else [m.card for m in models]
         self.timeout_s = timeout_s
+        self.learner = learner
+        self.kind_of = kind_of
         route(self.cards, constraints, weights)  # fail fast on impossible constraints
 
     @property
@@ -115,11 +150,37 @@ class RoutedModel:
         settings: ModelSettings | None = None,
     ) -> ModelResponse:
         decision = route(self.cards, self.constraints, self.weights)
-        chain = FallbackModel([self.models[n] for n in decision.order], timeout_s=self.timeout_s)
+        order = list(decision.order)
+        report = decision.to_dict()
+        if self.learner is not None:
+            kind = self.kind_of(_request(messages))
+            first = self.learner.choose(kind, order)
+            order = [first, *(n for n in order if n != first)]
+            report["learned"] = {"kind": kind, "first": first}
+        chain = FallbackModel([self.models[n] for n in order], timeout_s=self.timeout_s)
         response = await chain.chat(messages, tools, settings)
         if response.route is not None:
             return response
-        return replace(response, route=decision.to_dict())
+        return replace(response, route=report)
+
+    def observe_run(self, result: RunResult) -> None:
+        """Credit each reply of the run to the model that wrote it: a failure when it was
+        unreadable or a call in it was refused; the last reply, a success only when the
+        run ended "ok"."""
+        if self.learner is None or result.status in ("input_required", "interrupted"):
+            return
+        kind = self.kind_of(result.task)
+        turns: list[tuple[str, bool]] = []
+        for step in result.steps:
+            if step.kind == "model":
+                info = step.input if isinstance(step.input, dict) else {}
+                atom = str(info.get("answered_by") or next(iter(self.models)))
+                turns.append((atom, step.error is None))
+            elif step.kind == "tool" and step.error in REFUSED and turns:
+                turns[-1] = (turns[-1][0], False)
+        for k, (atom, clean) in enumerate(turns):
+            last = k == len(turns) - 1
+            self.learner.update(kind, atom, clean and (result.status == "ok" or not last))
 
 
 class HedgedModel:
@@ -166,6 +227,17 @@ class HedgedModel:
         finally:
             for task in racers:
                 task.cancel()
+
+
+REFUSED = frozenset({"unknown_tool", "invalid_arguments"})
+
+
+def _request(messages: list[Message]) -> str:
+    """The user's last request (not the loop's own notes)."""
+    for m in reversed(messages):
+        if m.role == "user" and m.name != LOOP_NOTE:
+            return m.content
+    return ""
 
 
 def calls_are_valid(response: ModelResponse, tools: list[ToolSpec]) -> bool:
