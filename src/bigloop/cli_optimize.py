@@ -87,6 +87,15 @@ def optimize(
             "Rerunning the same command resumes from it.",
         ),
     ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Fan each candidate's evaluations out over the Ray cluster at this "
+            "address (host:port); each of --workers loads its own model.",
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Ray workers.")] = 2,
     json_out: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Optimize a loop on BFCL or the task suite. Example:
@@ -102,7 +111,7 @@ def optimize(
     from bigloop._errors import UserError
     from bigloop.atoms.models.spec import ModelSpec
     from bigloop.config import LoopConfig
-    from bigloop.eval.benches import BfclBench, SuiteBench
+    from bigloop.eval.benches import SuiteBench, build_bench
     from bigloop.optimize.evaluate import Evaluator
     from bigloop.optimize.optimizer import STEPS, Optimizer
     from bigloop.trace.store import TraceStore
@@ -127,11 +136,18 @@ def optimize(
         else loop_model
     )
     store = TraceStore(work / "traces.db")
-    chosen: Any = (
-        BfclBench(category or "", loop_model, store, train=train, dev=dev, test=max(test, 1))
+    described: dict[str, Any] = (
+        {"bench": "bfcl", "category": category, "train": train, "dev": dev, "test": max(test, 1)}
         if bench == "bfcl"
-        else SuiteBench(loop_model, store)
+        else {"bench": "tasks"}
     )
+    chosen: Any = build_bench(described, loop_model, store)
+    runner = None
+    if ray_address:
+        from bigloop.eval.distributed import RayBenchRunner
+
+        spec = ModelSpec(name=model, base_url=base_url)
+        runner = RayBenchRunner(ray_address, spec, described, workers)
     console = report.make_console(stderr=True)
     counts = [0, 0]
 
@@ -143,7 +159,7 @@ def optimize(
         if not json_out:
             console.print(f"[dim]{counts[0]} runs ·[/] {escape(line)}", soft_wrap=True)
 
-    evaluator = Evaluator(chosen, work / "evals.jsonl", on_outcome=on_outcome)
+    evaluator = Evaluator(chosen, work / "evals.jsonl", on_outcome=on_outcome, runner=runner)
     optimizer = Optimizer(
         chosen,
         evaluator,

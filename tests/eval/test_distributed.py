@@ -64,3 +64,26 @@ def test_ray_results_match_single_process(cluster: str, tmp_path: Path) -> None:
     assert [r.id for r in remote] == [c.id for c in cases]
     assert [(r.valid, r.calls) for r in remote] == [(r.valid, r.calls) for r in local]
     assert len((tmp_path / "ray.jsonl").read_text().splitlines()) == 3
+
+
+def test_the_optimizers_evaluations_fan_out_over_ray(cluster: str, tmp_path: Path) -> None:
+    """`bigloop optimize --ray`: a config's evaluations on Ray workers score as here."""
+    from bigloop.config import LoopConfig
+    from bigloop.eval.benches import build_bench
+    from bigloop.eval.distributed import RayBenchRunner
+    from bigloop.optimize.evaluate import Evaluator
+    from bigloop.trace.store import TraceStore
+
+    described = {"bench": "bfcl", "category": "simple_python", "train": 2, "dev": 2, "test": 1}
+    spec = ModelSpec()
+    bench = build_bench(described, spec.build(), TraceStore(tmp_path / "t.db"))
+    runner = RayBenchRunner(cluster, spec, described, workers=2)
+    dev = bench.examples("dev")
+    remote = asyncio.run(
+        Evaluator(bench, tmp_path / "ray.jsonl", runner=runner).score(LoopConfig(), dev)
+    )
+    local = asyncio.run(Evaluator(bench, tmp_path / "local.jsonl").score(LoopConfig(), dev))
+    assert list(remote.outcomes) == [e.id for e in dev]
+    assert [o.score for o in remote.outcomes.values()] == [o.score for o in local.outcomes.values()]
+    assert all(o.run_id and o.model_calls >= 1 for o in remote.outcomes.values())
+    assert len((tmp_path / "ray.jsonl").read_text().splitlines()) == 2

@@ -17,6 +17,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel, ToolSpec
@@ -158,6 +159,18 @@ class SuiteBench:
 
     def knobs(self) -> list[dict[str, object]]:
         return SUITE_KNOBS
+
+
+def build_bench(
+    spec: dict[str, Any], model: ChatModel, store: TraceStore
+) -> BfclBench | SuiteBench:
+    """A bench from its description: {"bench": "bfcl", "category": C, "train": N,
+    "dev": N, "test": N} or {"bench": "tasks"} (how Ray workers rebuild the bench)."""
+    if spec["bench"] == "bfcl":
+        return BfclBench(
+            spec["category"], model, store, train=spec["train"], dev=spec["dev"], test=spec["test"]
+        )
+    return SuiteBench(model, store)
 
 
 def _outcome(

@@ -7,12 +7,17 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from bigloop.config import Demo, LoopConfig
 from bigloop.optimize.bench import Bench, Example, Mistake, Outcome
+
+BatchRunner = Callable[[LoopConfig, list[Example]], Awaitable[list[Outcome]]]
+"""Runs a config on several examples at once (e.g. on a Ray cluster,
+`bigloop.eval.distributed.RayBenchRunner`), returning their outcomes in order."""
 
 
 def fingerprint(config: LoopConfig) -> str:
@@ -48,9 +53,13 @@ class Scores:
 class Evaluator:
     """Runs a bench's examples under configs, remembering every outcome in `path`.
 
+    Args:
+        runner: runs the examples a config still lacks all at once (fanned out over
+            workers); None runs them here, one after the other.
+
     Attributes:
         model_calls: model turns spent by evaluations run here (cached ones not counted).
-        seconds: wall seconds spent by them.
+        seconds: seconds the runs took, summed (over workers, not wall time).
     """
 
     def __init__(
@@ -59,8 +68,10 @@ class Evaluator:
         path: Path,
         *,
         on_outcome: Callable[[Outcome], None] | None = None,
+        runner: BatchRunner | None = None,
     ) -> None:
         self.bench = bench
+        self.runner = runner
         self.path = path
         self.on_outcome = on_outcome
         self.model_calls = 0
@@ -70,23 +81,44 @@ class Evaluator:
     async def score(self, config: LoopConfig, examples: Sequence[Example]) -> Scores:
         """`config`'s outcomes on `examples`, running only the pairs not seen before."""
         key = fingerprint(config)
+        todo = [e for e in examples if (key, e.id) not in self._done]
+        if self.runner is not None and len(todo) > 1:
+            for outcome in await self.runner(config, todo):
+                self._remember(key, outcome)
         outcomes = {}
         for example in examples:
             found = self._done.get((key, example.id))
             if found is None:
                 found = await self.bench.evaluate(config, example)
-                self.model_calls += found.model_calls
-                self.seconds += found.seconds
-                self._done[(key, example.id)] = found
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self.path.open("a", encoding="utf-8") as f:
-                    row = {"config": key, **asdict(found)}
-                    row["demo"] = found.demo.model_dump(mode="json") if found.demo else None
-                    f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                self._remember(key, found)
             if self.on_outcome:
                 self.on_outcome(found)
             outcomes[example.id] = found
         return Scores(outcomes=outcomes)
+
+    def _remember(self, key: str, outcome: Outcome) -> None:
+        self.model_calls += outcome.model_calls
+        self.seconds += outcome.seconds
+        self._done[(key, outcome.example_id)] = outcome
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(outcome_row(key, outcome), ensure_ascii=False, default=str) + "\n")
+
+
+def outcome_row(key: str, outcome: Outcome) -> dict[str, Any]:
+    """An outcome as JSON data (`outcome_of` reads it back)."""
+    row = {"config": key, **asdict(outcome)}
+    row["demo"] = outcome.demo.model_dump(mode="json") if outcome.demo else None
+    return row
+
+
+def outcome_of(row: dict[str, Any]) -> Outcome:
+    """The outcome `outcome_row` wrote (its "config" key, if any, ignored)."""
+    row = {k: v for k, v in row.items() if k != "config"}
+    demo = row.pop("demo")
+    row["demo"] = Demo.model_validate(demo) if demo else None
+    row["mistakes"] = [Mistake(**m) for m in row.pop("mistakes")]
+    return Outcome(**row)
 
 
 def _load(path: Path) -> dict[tuple[str, str], Outcome]:
@@ -99,9 +131,5 @@ def _load(path: Path) -> dict[tuple[str, str], Outcome]:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue
-        key = row.pop("config")
-        demo = row.pop("demo")
-        row["demo"] = Demo.model_validate(demo) if demo else None
-        row["mistakes"] = [Mistake(**m) for m in row.pop("mistakes")]
-        done[(key, row["example_id"])] = Outcome(**row)
+        done[(row["config"], row["example_id"])] = outcome_of(row)
     return done
