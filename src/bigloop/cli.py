@@ -14,6 +14,8 @@ import typer
 
 from bigloop import report
 from bigloop.cli_optimize import optimize_app
+from bigloop.cli_options import BaseUrlOpt, McpOpt, ModelOpt, TraceDbOpt
+from bigloop.cli_serve import serve_app
 
 if TYPE_CHECKING:
     from bigloop.config import LoopConfig
@@ -31,36 +33,7 @@ app = typer.Typer(
 trace_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
-ModelOpt = Annotated[
-    str,
-    typer.Option(
-        "--model",
-        "-m",
-        help="'embedded' (default), a .gguf path, or a server's "
-        "model name together with --base-url.",
-    ),
-]
-BaseUrlOpt = Annotated[
-    str | None,
-    typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
-]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-TraceDbOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--trace-db",
-        help="Trace file (default: traces.db in the user data folder, or $BIGLOOP_HOME).",
-    ),
-]
-McpOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--mcp",
-        help="Offer the tools of this MCP server: a command line run over stdio "
-        '(e.g. "mcp-server-time") or a streamable HTTP URL (e.g. http://127.0.0.1:8765/mcp). '
-        "Repeatable; needs the 'mcp' extra.",
-    ),
-]
 OtlpOpt = Annotated[
     str | None,
     typer.Option(
@@ -618,175 +591,7 @@ def eval_bfcl(
         print(markdown)
 
 
-ConfigFileOpt = Annotated[
-    Path | None,
-    typer.Option("--config", help="A JSON file of loop settings (LoopConfig fields)."),
-]
-ServedModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--model",
-        "-m",
-        help="'embedded' (default), a .gguf path, or a server's model name together "
-        "with --base-url.",
-    ),
-]
-
-
-def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path | None) -> Loop:
-    """The loop a `serve` command publishes: the --config file, then the options given."""
-    from bigloop.config import LoopConfig
-    from bigloop.loop import Loop
-
-    base = LoopConfig.load(config_file) if config_file else LoopConfig()
-    config = LoopConfig.from_data(
-        base.model_dump() | {k: v for k, v in given.items() if v is not None},
-        source="Command line",
-    )
-    return Loop.from_config(config, store=_store(trace_db))
-
-
-serve_app = typer.Typer(help="Serve bigloop models to other programs.", no_args_is_help=True)
 app.add_typer(serve_app, name="serve")
-
-
-@serve_app.command("openai")
-def serve_openai_command(
-    model: ModelOpt = "embedded",
-    base_url: BaseUrlOpt = None,
-    host: Annotated[
-        str,
-        typer.Option(
-            "--host",
-            help="Address to listen on. The default answers this machine only; "
-            "0.0.0.0 exposes the model, without authentication, to the whole network.",
-        ),
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8000,
-) -> None:
-    """An OpenAI-compatible /v1/chat/completions for a model: its calls come back as
-    structured tool_calls, decoded under the tools' grammar (streaming included), so
-    LangGraph, pydantic-ai, smolagents or the openai SDK can use it as a tool caller."""
-    from bigloop.protocols.openai_server import serve_openai
-
-    serve_openai(model, host=host, port=port, base_url=base_url)
-
-
-@serve_app.command("a2a")
-def serve_a2a_command(
-    config_file: ConfigFileOpt = None,
-    model: ServedModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    tools: Annotated[
-        str | None,
-        typer.Option(
-            "--tools", help="Comma-separated built-in tools (default: calculator, dates, units)."
-        ),
-    ] = None,
-    a2a: Annotated[
-        list[str] | None,
-        typer.Option("--a2a", help="Also offer the A2A agent at this URL as a tool (repeatable)."),
-    ] = None,
-    name: Annotated[str, typer.Option("--name", help="The agent card's name.")] = "bigloop",
-    description: Annotated[
-        str | None,
-        typer.Option(
-            "--description", help="The agent card's description (default: the model and tools)."
-        ),
-    ] = None,
-    host: Annotated[
-        str,
-        typer.Option(
-            "--host",
-            help="Address to listen on. The default answers this machine only; "
-            "0.0.0.0 exposes the loop, without authentication, to the whole network.",
-        ),
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 9999,
-    url: Annotated[
-        str | None,
-        typer.Option(
-            "--url", help="The URL clients use, for the card (default: http://HOST:PORT/)."
-        ),
-    ] = None,
-    trace_db: TraceDbOpt = None,
-) -> None:
-    """Publish a loop as an A2A agent: an agent card whose skills are its tools, tasks
-    whose steps stream as status updates and whose answer is an artifact. A clarifying
-    question puts the task in input-required; the next message on the task answers it
-    and the run resumes. Needs the 'a2a' extra."""
-    from bigloop._errors import UserError
-
-    try:
-        from bigloop.protocols.a2a_server import serve_a2a
-    except ImportError as e:
-        raise UserError(
-            f"`bigloop serve a2a` needs bigloop's 'a2a' extra ({e.name} is not installed): "
-            "pip install 'a2a-sdk[http-server]' uvicorn"
-        ) from None
-    given = {
-        "model": model,
-        "base_url": base_url,
-        "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
-        "a2a": a2a or None,
-    }
-    loop = _served_loop(config_file, given, trace_db)
-    serve_a2a(loop, host=host, port=port, url=url, name=name, description=description)
-
-
-@serve_app.command("mcp")
-def serve_mcp_command(
-    config_file: ConfigFileOpt = None,
-    model: ServedModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    tools: Annotated[
-        str | None,
-        typer.Option("--tools", help="Comma-separated built-in tools (default: the defaults)."),
-    ] = None,
-    files: Annotated[
-        Path | None, typer.Option("--files", help="Also serve reading the files under this folder.")
-    ] = None,
-    db: Annotated[
-        Path | None, typer.Option("--db", help="Also serve queries of this SQLite file.")
-    ] = None,
-    mcp: McpOpt = None,
-    http: Annotated[
-        str | None,
-        typer.Option(
-            "--http",
-            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio, e.g. "
-            "127.0.0.1:8765 (0.0.0.0 exposes the tools, unauthenticated, to the network).",
-        ),
-    ] = None,
-    name: Annotated[str, typer.Option("--name", help="The server's name.")] = "bigloop",
-    trace_db: TraceDbOpt = None,
-) -> None:
-    """Serve the loop's tools (those `bigloop run` gets with the same options) and the
-    loop itself, as the tool run_task, to any MCP client, over stdio (default) or
-    streamable HTTP. A question a run asks goes to the client as an MCP elicitation when
-    it supports them; otherwise the result gives the question and the run id to answer
-    with. Needs the 'mcp' extra."""
-    from bigloop._errors import UserError
-
-    try:
-        from bigloop.protocols.mcp_server import serve_mcp
-    except ImportError as e:
-        raise UserError(
-            f"`bigloop serve mcp` needs bigloop's 'mcp' extra ({e.name} is not installed): "
-            "pip install mcp uvicorn"
-        ) from None
-    given = {
-        "model": model,
-        "base_url": base_url,
-        "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
-        "files": str(files) if files else None,
-        "db": str(db) if db else None,
-        "mcp": mcp or None,
-    }
-    loop = _served_loop(config_file, given, trace_db)
-    serve_mcp(loop, http=http, name=name)
-
-
 app.add_typer(optimize_app, name="optimize")
 
 

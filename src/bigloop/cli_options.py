@@ -1,0 +1,39 @@
+"""Command-line options shared by the modules of the `bigloop` command line (`cli`,
+`cli_serve`): one definition each, so the same flag reads the same everywhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="'embedded' (default), a .gguf path, or a server's "
+        "model name together with --base-url.",
+    ),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
+]
+TraceDbOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--trace-db",
+        help="Trace file (default: traces.db in the user data folder, or $BIGLOOP_HOME).",
+    ),
+]
+McpOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        help="Offer the tools of this MCP server: a command line run over stdio "
+        '(e.g. "mcp-server-time") or a streamable HTTP URL (e.g. http://127.0.0.1:8765/mcp). '
+        "Repeatable; needs the 'mcp' extra.",
+    ),
+]
