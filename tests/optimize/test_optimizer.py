@@ -67,7 +67,7 @@ class RuleBench:
 def reflector(text: str) -> FunctionModel:
     def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
         assert "What went wrong: wrong value" in messages[-1].content  # the critiques
-        return json.dumps({"instructions": text})
+        return json.dumps({"rules": [text]})
 
     return FunctionModel(reply)
 
@@ -99,8 +99,24 @@ def test_instructions_come_from_reflection_on_critiques_and_are_kept_when_dev_ri
         iterations=2,
     )
     result = asyncio.run(optimizer.run(LoopConfig(system="Be brief.")))
-    assert result.system == "RULE: take each value from the request."
+    assert result.system == "Rules:\n- RULE: take each value from the request."
     assert optimizer.reflections >= 1
+
+
+def test_a_rule_that_echoes_a_request_is_not_a_proposal() -> None:
+    from bigloop.optimize.instructions import propose, reflection_prompt
+
+    failure = (
+        Example(id="a", task="Find the area of a circle of radius 5 meters."),
+        Outcome(example_id="a", score=0.0, critique="wrong unit"),
+    )
+    prompt = reflection_prompt(None, [failure])
+    echo = FunctionModel(
+        lambda m, t: json.dumps({"rules": ["Find the area of a circle of radius 5."]})
+    )
+    assert asyncio.run(propose(echo, prompt)) is None
+    rule = FunctionModel(lambda m, t: json.dumps({"rules": ["Write units as full words."] * 2}))
+    assert asyncio.run(propose(rule, prompt)) == "Rules:\n- Write units as full words."
 
 
 def test_a_useless_proposal_is_not_kept(tmp_path: Path) -> None:

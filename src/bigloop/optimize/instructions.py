@@ -26,14 +26,22 @@ Current instructions:
 Requests it got wrong, each with what went wrong:
 {failures}
 
-Write new instructions that would avoid these kinds of mistakes on other requests too: \
-general rules about choosing functions and writing argument values, not facts about \
-these requests. At most five short sentences."""
+Do not answer the requests. Write up to five short general rules for the assistant \
+that would avoid these kinds of mistakes on other requests too: how to choose functions \
+and how to write argument values (formats, units, which values to leave out). No rule \
+may mention a particular request, function or value."""
 
 SCHEMA = {
     "type": "object",
-    "properties": {"instructions": {"type": "string", "minLength": 20, "maxLength": 700}},
-    "required": ["instructions"],
+    "properties": {
+        "rules": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 10, "maxLength": 200},
+            "minItems": 1,
+            "maxItems": 5,
+        }
+    },
+    "required": ["rules"],
 }
 SETTINGS = ModelSettings(temperature=0.7, max_tokens=300, response_schema=SCHEMA)
 NO_INSTRUCTIONS = "(none: only the tool list and the reply format)"
@@ -48,16 +56,29 @@ def reflection_prompt(current: str | None, failures: Sequence[tuple[Example, Out
 
 
 async def propose(model: ChatModel, prompt: str, *, seed: int = 0) -> str | None:
-    """New instructions from `prompt` (`reflection_prompt`); None when the model gave
-    nothing usable."""
+    """New instructions from `prompt` (`reflection_prompt`): the model's rules, one per
+    line; None when it gave nothing usable — no rules, or rules that copy a request
+    shown in the prompt (small models tend to echo a request instead of reflecting)."""
     settings = dataclasses.replace(SETTINGS, seed=seed)
     response = await model.chat([Message(role="user", content=prompt)], [], settings)
     try:
-        text = json.loads(response.text)["instructions"]
+        rules = [" ".join(str(r).split()) for r in json.loads(response.text)["rules"]]
     except (ValueError, KeyError, TypeError):
         return None
-    text = " ".join(str(text).split())
-    return text if len(text) >= 20 else None
+    requests = [
+        line[len("Request: ") :] for line in prompt.splitlines() if line.startswith("Request: ")
+    ]
+    rules = [r for r in rules if len(r) >= 10 and not any(_copies(r, q) for q in requests)]
+    if not rules:
+        return None
+    return "Rules:\n" + "\n".join(f"- {r}" for r in dict.fromkeys(rules))
+
+
+def _copies(rule: str, request: str) -> bool:
+    """Whether `rule` is mostly words of `request` (an echo, not a rule)."""
+    words = rule.lower().split()
+    said = set(request.lower().split())
+    return len(words) >= 4 and sum(w in said for w in words) / len(words) > 0.6
 
 
 @dataclass(kw_only=True)
