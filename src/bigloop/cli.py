@@ -537,6 +537,7 @@ def eval_bfcl(
         raise UserError(f"--mode {bad[0]!r}: use raw, loop, graph or retrieve.")
     from bigloop.atoms.models.spec import ModelSpec
     from bigloop.config import LoopConfig
+    from bigloop.optimize.evaluate import fingerprint
 
     spec = ModelSpec(name=model, base_url=base_url)
     loop_config = LoopConfig.load(config_path) if config_path else None
@@ -565,7 +566,8 @@ def eval_bfcl(
 
                 label = f"{m}+clarify" if clarify and m != "raw" else m
                 if loop_config is not None and config_path is not None and m != "raw":
-                    label += f"+{config_path.stem}"
+                    # the config's fingerprint: a rewritten file gets new results
+                    label += f"+{config_path.stem}-{fingerprint(loop_config)[:8]}"
                 path = results_path(out, chosen.name, label, cat)
                 results = asyncio.run(
                     run_category(

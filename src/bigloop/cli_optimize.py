@@ -51,14 +51,15 @@ def optimize(
     ] = 4,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
     model: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--model",
             "-m",
             help="The model the loop runs: 'embedded', a .gguf path, "
-            "or a server's model name with --base-url.",
+            "or a server's model name with --base-url (default: the --config base's, "
+            "else embedded).",
         ),
-    ] = "embedded",
+    ] = None,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")
     ] = None,
@@ -108,31 +109,25 @@ def optimize(
         return
     from rich.markup import escape
 
-    from bigloop._errors import UserError
     from bigloop.atoms.models.spec import ModelSpec
     from bigloop.config import LoopConfig
     from bigloop.eval.benches import SuiteBench, build_bench
     from bigloop.optimize.evaluate import Evaluator
-    from bigloop.optimize.optimizer import STEPS, Optimizer
+    from bigloop.optimize.optimizer import Optimizer
     from bigloop.trace.store import TraceStore
 
-    if bench not in ("bfcl", "tasks"):
-        raise UserError("Pass --bench bfcl (with --category) or --bench tasks.")
-    if bench == "bfcl" and not category:
-        raise UserError("--bench bfcl needs --category, e.g. -c simple_python.")
-    if out is None:
-        raise UserError("Pass --out FILE: where to write the optimized LoopConfig.")
-    chosen_steps = steps or list(STEPS)
-    if unknown := [s for s in chosen_steps if s not in STEPS]:
-        raise UserError(f"Unknown step(s) {unknown}; choose from {', '.join(STEPS)}.")
+    chosen_steps = _checked(bench, category, out, steps)
+    assert out is not None
     base = LoopConfig.load(config_file) if config_file else LoopConfig()
-    base = base.model_copy(update={"model": model, "base_url": base_url})
+    if model is not None or base_url is not None:
+        base = base.model_copy(update={"model": model or base.model, "base_url": base_url})
     work = work or out.with_name(out.name + ".work")
     work.mkdir(parents=True, exist_ok=True)
-    loop_model = ModelSpec(name=model, base_url=base_url).build()
+    spec = ModelSpec(name=base.model, base_url=base.base_url)
+    loop_model = spec.build()
     reflect_model = (
         ModelSpec(name=reflector, base_url=None).build()
-        if reflector and reflector != model
+        if reflector and _resolved(reflector) != _resolved(base.model)
         else loop_model
     )
     store = TraceStore(work / "traces.db")
@@ -146,7 +141,6 @@ def optimize(
     if ray_address:
         from bigloop.eval.distributed import RayBenchRunner
 
-        spec = ModelSpec(name=model, base_url=base_url)
         runner = RayBenchRunner(ray_address, spec, described, workers)
     console = report.make_console(stderr=True)
     counts = [0, 0]
@@ -170,18 +164,17 @@ def optimize(
         memo=work / "proposals.jsonl",
         log=log,
     )
-    try:
-        with console.status("optimizing…", spinner="dots") if not json_out else _null():
-            result = asyncio.run(optimizer.run(base))
+
+    async def optimize_then_test() -> dict[str, Any]:
+        result = await optimizer.run(base)
         result.save(out)
         summary: dict[str, Any] = {"out": str(out), **(result.provenance or {})}
-        summary.pop("train", None)
-        summary.pop("dev", None)
-        summary.pop("base", None)
+        for bulky in ("train", "dev", "base", "parent"):
+            summary.pop(bulky, None)
         if test:
             examples = chosen.examples("test")[:test]
-            before = asyncio.run(evaluator.score(base, examples))
-            after = asyncio.run(evaluator.score(result, examples))
+            before = await evaluator.score(base, examples)
+            after = await evaluator.score(result, examples)
             summary["test"] = {
                 "n": len(examples),
                 "base": before.right,
@@ -190,13 +183,41 @@ def optimize(
                 "optimized_s_per_example": after.seconds,
             }
             (work / "test.json").write_text(json.dumps(summary["test"], indent=2) + "\n")
+        return summary
+
+    try:
+        with console.status("optimizing…", spinner="dots") if not json_out else _null():
+            summary = asyncio.run(optimize_then_test())
     finally:
         if isinstance(chosen, SuiteBench):
             chosen.close()
         store.close()
     if json_out:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
-        return
+    else:
+        _print_summary(summary, out)
+
+
+def _checked(
+    bench: str | None, category: str | None, out: Path | None, steps: list[str] | None
+) -> list[str]:
+    """The steps to run, after checking the options; a clear error for a bad one."""
+    from bigloop._errors import UserError
+    from bigloop.optimize.optimizer import STEPS
+
+    if bench not in ("bfcl", "tasks"):
+        raise UserError("Pass --bench bfcl (with --category) or --bench tasks.")
+    if bench == "bfcl" and not category:
+        raise UserError("--bench bfcl needs --category, e.g. -c simple_python.")
+    if out is None:
+        raise UserError("Pass --out FILE: where to write the optimized LoopConfig.")
+    chosen = steps or list(STEPS)
+    if unknown := [s for s in chosen if s not in STEPS]:
+        raise UserError(f"Unknown step(s) {unknown}; choose from {', '.join(STEPS)}.")
+    return chosen
+
+
+def _print_summary(summary: dict[str, Any], out: Path) -> None:
     out_console = report.make_console()
     out_console.print(
         f"dev {summary['dev_before']:.0%} → {summary['dev_after']:.0%}; "
@@ -232,6 +253,11 @@ def diff(
     console = report.make_console()
     for line in lines or ["(no difference)"]:
         console.print(line, soft_wrap=True, markup=False)
+
+
+def _resolved(name: str) -> str:
+    """A model name, with a .gguf path made absolute (the same file, however written)."""
+    return str(Path(name).expanduser().resolve()) if name.endswith(".gguf") else name
 
 
 class _null:

@@ -244,8 +244,7 @@ class Loop:
             raise UserError('The task is empty: say what to do, e.g. "What is 2 + 2?".')
         messages = [Message(role="system", content=self.system)] if self.system else []
         if history:
-            given = list(history)
-            messages = given if given[:1] == messages else [*messages, *given]
+            messages = _with_system(self.system, list(history))
         ctx = self._context(uuid.uuid4().hex[:12], task, messages)
         if self.store:
             self.store.start_run(ctx.run_id, task, self.model.name, self._run_config())
@@ -427,6 +426,21 @@ class Loop:
             "max_steps": self.budget.max_steps,
             "planner": self.planner.name,
         }
+
+
+def _with_system(system: str | None, history: list[Message]) -> list[Message]:
+    """`history` led by one system message: the loop's `system`, then the history's own
+    (merged, as some chat templates refuse two), unless the history already starts with
+    the loop's (an earlier run's messages)."""
+    if not system:
+        return history
+    first = history[0] if history else None
+    if first is not None and first.role == "system":
+        if first.content == system or first.content.startswith(system + "\n\n"):
+            return history
+        merged = Message(role="system", content=f"{system}\n\n{first.content}")
+        return [merged, *history[1:]]
+    return [Message(role="system", content=system), *history]
 
 
 def _failure(error: Exception) -> str:

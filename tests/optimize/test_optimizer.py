@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bigloop import FunctionModel, Message, ToolSpec
+from bigloop import FunctionModel, Message, ToolSpec, UserError
 from bigloop.config import Demo, DemoCall, LoopConfig
 from bigloop.eval.benches import BfclBench
 from bigloop.eval.bfcl_data import load_cases
@@ -254,7 +254,7 @@ def test_bfcl_bench_reads_feedback_from_the_trace(tmp_path: Path) -> None:
 def test_bfcl_bench_refuses_splits_the_category_cannot_hold(tmp_path: Path) -> None:
     from bigloop import UserError
 
-    with pytest.raises(UserError, match="need 600"):
+    with pytest.raises(UserError, match="Ask for at most 300 together"):
         BfclBench(
             "simple_python",
             FunctionModel(lambda m, t: ""),
@@ -297,3 +297,91 @@ def test_the_optimized_config_reaches_the_model(tmp_path: Path) -> None:
     assert messages[0].role == "system" and system.startswith("RULE")
     assert 'Request: What is 3+3?\nReply: {"tool_calls": [{"name": "calculator"' in system
     assert next(t for t in tools if t.name == "calculator").description == "Adds and multiplies."
+
+
+def test_a_model_that_never_replies_is_an_error_not_a_score(tmp_path: Path) -> None:
+    from bigloop import ModelUnavailable, UserError
+
+    def down(messages: list[Message], tools: list[ToolSpec]) -> str:
+        raise ModelUnavailable("connection refused")
+
+    bench = BfclBench(
+        "simple_python", FunctionModel(down), TraceStore(tmp_path / "t.db"), train=1, dev=1
+    )
+    evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+    with pytest.raises(UserError, match="connection refused"):
+        asyncio.run(evaluator.score(LoopConfig(), bench.examples("dev")))
+    assert not (tmp_path / "evals.jsonl").exists()  # nothing remembered
+
+
+def test_a_line_cut_short_by_a_kill_does_not_swallow_the_next(tmp_path: Path) -> None:
+    from bigloop.optimize.evaluate import append_line
+
+    path = tmp_path / "evals.jsonl"
+    path.write_text('{"config": "a", "exa')  # an interrupted write
+    append_line(path, '{"ok": 1}')
+    assert path.read_text().splitlines()[-1] == '{"ok": 1}'
+
+
+def test_diff_shows_a_changed_demonstration() -> None:
+    a = LoopConfig(demos=[Demo(task="t", answer="1")])
+    b = LoopConfig(demos=[Demo(task="t", answer="2")])
+    assert any(line.startswith("~ demo: t:") for line in config_diff(a, b))
+
+
+def test_the_loops_system_prompt_is_merged_with_a_historys_own() -> None:
+    from bigloop import Loop
+
+    seen: list[list[Message]] = []
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        seen.append(list(messages))
+        return json.dumps({"answer": "ok"})
+
+    loop = Loop(FunctionModel(reply), system="RULES")
+    history = [Message(role="system", content="You are a bank's assistant.")]
+    asyncio.run(loop.run("hello", history=history))
+    systems = [m for m in seen[0] if m.role == "system"]
+    assert [m.content for m in systems] == ["RULES\n\nYou are a bank's assistant."]
+
+
+def test_optimize_keeps_the_model_of_a_config_base(tmp_path: Path) -> None:
+    """`--config` names a server: without --model, the base keeps it (the server is not
+    reachable here, so the command fails naming it — not the embedded model)."""
+    from typer.testing import CliRunner
+
+    from bigloop.cli import app
+
+    base = tmp_path / "base.json"
+    LoopConfig(model="m", base_url="http://127.0.0.1:9/v1").save(base)
+    result = CliRunner().invoke(
+        app,
+        [
+            "optimize",
+            "--bench",
+            "bfcl",
+            "-c",
+            "simple_python",
+            "--train",
+            "1",
+            "--dev",
+            "1",
+            "--config",
+            str(base),
+            "-o",
+            str(tmp_path / "o.json"),
+            "--step",
+            "policies",
+        ],
+    )
+    assert isinstance(result.exception, UserError) or result.exit_code != 0
+    assert "127.0.0.1:9" in str(result.exception) + result.output
+
+
+def test_optimize_explains_a_missing_bench() -> None:
+    from typer.testing import CliRunner
+
+    from bigloop.cli import app
+
+    result = CliRunner().invoke(app, ["optimize", "-o", "x.json"])
+    assert "Pass --bench bfcl" in str(result.exception)

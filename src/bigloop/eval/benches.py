@@ -69,11 +69,22 @@ class BfclBench:
     ) -> None:
         cases = load_cases(category)
         end = TEST_BLOCK + train + dev
-        if test > TEST_BLOCK or end > len(cases):
+        if test > TEST_BLOCK:
             raise UserError(
-                f"BFCL {category} has {len(cases)} cases: test takes the first {TEST_BLOCK} "
-                f"(at most), train and dev the ones after; --train {train} + --dev {dev} "
-                f"need {end}. Ask for fewer."
+                f"--test {test}: the BFCL test split is at most the first {TEST_BLOCK}."
+            )
+        if len(cases) <= TEST_BLOCK + 2:
+            raise UserError(
+                f"BFCL {category} has {len(cases)} cases, all in the test block (the first "
+                f"{TEST_BLOCK}): nothing is left to train and tune on. Choose a category "
+                "with more cases (simple_python, multiple, parallel, live_simple, ...)."
+            )
+        if end > len(cases):
+            room = len(cases) - TEST_BLOCK
+            raise UserError(
+                f"BFCL {category} has {len(cases)} cases: test takes the first {TEST_BLOCK}, "
+                f"train and dev the {room} after; --train {train} + --dev {dev} is more. "
+                f"Ask for at most {room} together."
             )
         self.name = f"bfcl:{category}"
         self.model = model
@@ -176,6 +187,17 @@ def build_bench(
 def _outcome(
     example: Example, run: RunResult, steps: list[Step], passed: bool, verdict: str, seconds: float
 ) -> Outcome:
+    """The outcome of a run.
+
+    Raises:
+        UserError: the run failed before the model replied once (the model is missing,
+            unreachable or broken): that is no score of the config, and is not
+            remembered.
+    """
+    if run.status == "failed" and not any(s.kind == "model" and s.error is None for s in steps):
+        raise UserError(f"The model failed on {example.id}, so nothing was scored: {run.error}")
+    if run.status != "ok" and run.error:
+        verdict = f"{verdict}\nthe run ended {run.status}: {run.error}".strip()
     return Outcome(
         example_id=example.id,
         score=1.0 if passed else 0.0,

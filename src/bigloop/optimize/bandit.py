@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from bigloop._errors import UserError
+from bigloop.schedule.redundancy import credits
 from bigloop.trace.store import TraceStore
 
 
@@ -43,14 +44,23 @@ class BanditPolicy:
     @classmethod
     def from_store(cls, store: TraceStore, kind_of: Callable[[str], str]) -> BanditPolicy:
         """A policy that has seen every finished run in `store`; `kind_of(task)` names the
-        kind of task a run's task text is. A run counts for the model that wrote its last
-        reply (a routed run's `answered_by`), else for the run's model; a success is an
-        "ok" run."""
+        kind of task a run's task text is. Routed runs are credited reply by reply as
+        `RoutedModel` does as they finish (`credits`); other runs count once for their
+        model, a success when "ok"."""
         policy = cls()
         for run in store.runs(limit=1_000_000):
-            if run.status in ("ok", "failed", "budget_exceeded"):
-                replies = [s for s in store.steps(run.run_id) if s.kind == "model"]
-                info = replies[-1].input if replies and isinstance(replies[-1].input, dict) else {}
-                atom = str(info.get("answered_by") or run.model)
-                policy.update(kind_of(run.task), atom, run.status == "ok")
+            if run.status not in ("ok", "failed", "budget_exceeded"):
+                continue
+            steps = store.steps(run.run_id)
+            members = sorted(
+                {
+                    str(n)
+                    for s in steps
+                    if s.kind == "model" and isinstance(s.input, dict)
+                    for n in (s.input.get("route") or {}).get("order", [])
+                }
+            )
+            routed = credits(steps, run.status, members) if members else []
+            for atom, success in routed or [(run.model, run.status == "ok")]:
+                policy.update(kind_of(run.task), atom, success)
         return policy

@@ -21,7 +21,8 @@ def demo_pool(demos: Sequence[Demo | None]) -> list[Demo]:
     for demo in demos:
         if demo is None or demo.task in pool:
             continue
-        size = len(demo.task) + len(json.dumps(demo.model_dump(mode="json")["calls"]))
+        data = demo.model_dump(mode="json")
+        size = len(demo.task) + len(json.dumps(data["calls"])) + len(demo.answer or "")
         if size <= MAX_DEMO_CHARS:
             pool[demo.task] = demo
     return list(pool.values())

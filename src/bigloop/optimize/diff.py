@@ -23,6 +23,14 @@ def config_diff(a: LoopConfig, b: LoopConfig) -> list[str]:
             after = {d["task"]: d for d in right["demos"]}
             lines += [f"- demo: {t}" for t in before if t not in after]
             lines += [f"+ demo: {t} -> {_short(after[t])}" for t in after if t not in before]
+            lines += [
+                f"~ demo: {t}: {_short(before[t])} → {_short(after[t])}"
+                for t in after
+                if t in before and before[t] != after[t]
+            ]
+            common = [t for t in after if t in before]
+            if common != [t for t in before if t in after]:
+                lines.append("~ demos reordered")
         elif field == "tool_docs":
             for name in sorted(left["tool_docs"].keys() | right["tool_docs"].keys()):
                 x, y = left["tool_docs"].get(name), right["tool_docs"].get(name)

@@ -23,6 +23,7 @@ BatchRunner = Callable[[LoopConfig, list[Example]], Awaitable[list[Outcome]]]
 def fingerprint(config: LoopConfig) -> str:
     """What identifies a config's behaviour: every field but its provenance."""
     data = config.model_dump(mode="json", exclude={"provenance"})
+    data["off"] = sorted(data["off"])
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -100,9 +101,22 @@ class Evaluator:
         self.model_calls += outcome.model_calls
         self.seconds += outcome.seconds
         self._done[(key, outcome.example_id)] = outcome
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(outcome_row(key, outcome), ensure_ascii=False, default=str) + "\n")
+        append_line(
+            self.path, json.dumps(outcome_row(key, outcome), ensure_ascii=False, default=str)
+        )
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append `line` to a JSON Lines file, first ending a last line an interruption cut
+    short (else the two would be glued into one unreadable line)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+b") as f:
+        f.seek(0, 2)
+        if f.tell():
+            f.seek(-1, 2)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+        f.write(line.encode("utf-8") + b"\n")
 
 
 def outcome_row(key: str, outcome: Outcome) -> dict[str, Any]:
@@ -131,5 +145,8 @@ def _load(path: Path) -> dict[tuple[str, str], Outcome]:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue
-        done[(row["config"], row["example_id"])] = outcome_of(row)
+        try:
+            done[(row["config"], row["example_id"])] = outcome_of(row)
+        except (KeyError, TypeError):
+            continue  # a row of another version: evaluated again
     return done

@@ -47,9 +47,10 @@ def demo_from(task: str, steps: Sequence[Step], answer: str | None) -> Demo:
 
 
 def mistakes(steps: Sequence[Step]) -> list[Mistake]:
-    """The calls the loop refused or the tool rejected, with the reason given."""
+    """The calls the loop refused as the model's mistakes (unknown tool, invalid
+    arguments), with the reason given: what a tool's documentation can prevent."""
     return [
         Mistake(tool=s.name, arguments=s.input, error=f"{s.error}: {str(s.output or '')[:200]}")
         for s in steps
-        if s.kind == "tool" and s.error is not None
+        if s.kind == "tool" and s.error in MODEL_MISTAKES
     ]

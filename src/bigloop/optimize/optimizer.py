@@ -23,7 +23,7 @@ from bigloop.atoms.models.base import ChatModel
 from bigloop.config import LoopConfig
 from bigloop.optimize import demos, instructions, search, tool_docs
 from bigloop.optimize.bench import Bench, Example
-from bigloop.optimize.evaluate import Evaluator, Scores, fingerprint
+from bigloop.optimize.evaluate import Evaluator, Scores, append_line, fingerprint
 
 STEPS = ("policies", "demos", "instructions", "tool_docs")
 
@@ -90,6 +90,7 @@ class Optimizer:
     async def run(self, base: LoopConfig) -> LoopConfig:
         """The optimized config, with its provenance."""
         started = time.perf_counter()
+        parent = base.provenance
         base = base.model_copy(update={"provenance": None})
         train, dev = self.bench.examples("train"), self.bench.examples("dev")
         current = base
@@ -122,13 +123,19 @@ class Optimizer:
             "dev": [e.id for e in dev],
             "seed": self.seed,
             "steps": self.steps,
+            "reflector": self.reflector.name,
+            "iterations": self.iterations,
+            "minibatch": self.minibatch,
             "base": base.model_dump(mode="json", exclude={"provenance"}),
             "base_fingerprint": fingerprint(base),
             "dev_before": round(first, 4),
             "dev_after": round(scores.mean, 4),
             "changes": [asdict(c) for c in changes],
             "policy_front": front,
+            "parent": parent,
             "cost": {
+                "note": "this session's spend; evaluations remembered from an interrupted "
+                "earlier session are not counted again",
                 "model_calls": self.evaluator.model_calls + self.reflections,
                 "reflections": self.reflections,
                 "evaluation_minutes": round(self.evaluator.seconds / 60, 2),
@@ -189,10 +196,10 @@ class Optimizer:
         self.log(f"[demos] {len(pool)} successful training runs; {len(sets)} sets to try")
         tried = [("base", current)] + [
             (
-                f"{len(s)} demos ({'; '.join(d.task[:40] for d in s)})",
+                f"set {k + 1}: {len(s)} demos ({'; '.join(d.task[:40] for d in s)})",
                 current.model_copy(update={"demos": s}),
             )
-            for s in sets
+            for k, s in enumerate(sets)
         ]
         return await self._best_of(tried, dev, "demos")
 
@@ -284,16 +291,15 @@ class Optimizer:
     async def _propose(
         self, prompt: str, propose: Callable[..., Awaitable[str | None]], k: int
     ) -> str | None:
-        key = hashlib.sha256(f"{self.seed}:{k}:{prompt}".encode()).hexdigest()[:20]
+        text_key = f"{self.reflector.name}:{self.seed}:{k}:{prompt}"
+        key = hashlib.sha256(text_key.encode()).hexdigest()[:20]
         if key in self._memo:
             return self._memo[key]
         text = await propose(self.reflector, prompt, seed=self.seed + k)
         self.reflections += 1
         self._memo[key] = text
         if self.memo is not None:
-            self.memo.parent.mkdir(parents=True, exist_ok=True)
-            with self.memo.open("a", encoding="utf-8") as f:
-                f.write(json.dumps({"key": key, "text": text}, ensure_ascii=False) + "\n")
+            append_line(self.memo, json.dumps({"key": key, "text": text}, ensure_ascii=False))
         return text
 
 

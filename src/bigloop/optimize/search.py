@@ -51,21 +51,21 @@ async def successive_halving(
 ) -> list[Trial]:
     """Every trial, at the rung it reached; the last rung's are scored on all of `dev`.
     Ties go to the faster candidate, then to the earlier one (the base first)."""
-    alive = list(pool)
+    alive = list(enumerate(pool))
     size = min(first, len(dev))
-    trials: dict[str, Trial] = {}
+    trials: dict[int, Trial] = {}
     rung = 0
     while True:
         ranked = []
-        for order, (label, config) in enumerate(alive):
+        for order, (label, config) in alive:
             scores = await evaluator.score(config, dev[:size])
-            trials[label] = Trial(config=config, label=label, scores=scores, rung=rung)
-            ranked.append((-scores.mean, scores.seconds, order, label, config))
+            trials[order] = Trial(config=config, label=label, scores=scores, rung=rung)
+            ranked.append((-scores.mean, scores.seconds, order))
         if size >= len(dev):
             break
         ranked.sort()
         keep = max(1, math.ceil(len(alive) / eta))
-        alive = [(label, config) for *_, label, config in ranked[:keep]]
+        alive = [(order, pool[order]) for *_, order in ranked[:keep]]
         size = min(len(dev), size * eta)
         rung += 1
     return list(trials.values())

@@ -35,7 +35,7 @@ from bigloop.atoms.models.base import (
 from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.schema import schema_problems
 from bigloop.schedule.route import Constraints, Weights, route
-from bigloop.trace.records import RunResult
+from bigloop.trace.records import RunResult, Step
 
 Check = Callable[[ModelResponse, list[ToolSpec]], bool]
 
@@ -164,23 +164,12 @@ class RoutedModel:
         return replace(response, route=report)
 
     def observe_run(self, result: RunResult) -> None:
-        """Credit each reply of the run to the model that wrote it: a failure when it was
-        unreadable or a call in it was refused; the last reply, a success only when the
-        run ended "ok"."""
+        """Credit each reply of the run to the model that wrote it (`credits`)."""
         if self.learner is None or result.status in ("input_required", "interrupted"):
             return
         kind = self.kind_of(result.task)
-        turns: list[tuple[str, bool]] = []
-        for step in result.steps:
-            if step.kind == "model":
-                info = step.input if isinstance(step.input, dict) else {}
-                atom = str(info.get("answered_by") or next(iter(self.models)))
-                turns.append((atom, step.error is None))
-            elif step.kind == "tool" and step.error in REFUSED and turns:
-                turns[-1] = (turns[-1][0], False)
-        for k, (atom, clean) in enumerate(turns):
-            last = k == len(turns) - 1
-            self.learner.update(kind, atom, clean and (result.status == "ok" or not last))
+        for atom, success in credits(result.steps, result.status, list(self.models)):
+            self.learner.update(kind, atom, success)
 
 
 class HedgedModel:
@@ -230,6 +219,38 @@ class HedgedModel:
 
 
 REFUSED = frozenset({"unknown_tool", "invalid_arguments"})
+
+
+def credits(steps: Sequence[Step], status: str, members: Sequence[str]) -> list[tuple[str, bool]]:
+    """(model, success) per routed reply of a run: the reply's model (the member that
+    answered; a nested wrapper's inner name maps to the member the router put first) gets
+    a failure when the reply was unreadable or had a call refused, or when it was the
+    last and the run did not end "ok"; the member the router put first also gets a
+    failure when another had to answer for it. Replies without a routing decision (not
+    routed, or replayed by a resume) are skipped."""
+    turns: list[list[tuple[str, bool]]] = []
+    for step in steps:
+        info = step.input if isinstance(step.input, dict) else {}
+        if step.kind == "model":
+            learned = (info.get("route") or {}).get("learned")
+            if not learned:
+                turns.append([])
+                continue
+            first = str(learned["first"])
+            answered = str(info.get("answered_by") or first)
+            atom = answered if answered in members else first
+            turn = [(atom, step.error is None)]
+            if atom != first:
+                turn.append((first, False))
+            turns.append(turn)
+        elif step.kind == "tool" and step.error in REFUSED and turns and turns[-1]:
+            turns[-1][0] = (turns[-1][0][0], False)
+    out: list[tuple[str, bool]] = []
+    for k, turn in enumerate(turns):
+        for n, (atom, clean) in enumerate(turn):
+            last = k == len(turns) - 1 and n == 0
+            out.append((atom, clean and (status == "ok" or not last)))
+    return out
 
 
 def _request(messages: list[Message]) -> str:

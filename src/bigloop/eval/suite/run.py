@@ -111,7 +111,9 @@ def _pin_config(path: Path, model: ChatModel, config: LoopConfig) -> None:
     Raises:
         UserError: `path` holds results of another model or configuration.
     """
-    settings = config.model_dump(exclude={"model", "base_url", "tools", "files", "db"})
+    settings = config.model_dump(
+        exclude={"model", "base_url", "tools", "files", "db", "provenance"}
+    )
     pinned = {"model": model.name, **settings}
     sidecar = path.with_suffix(".config.json")
     if sidecar.exists():
