@@ -49,8 +49,6 @@ SUITE_KNOBS: list[dict[str, object]] = [
     {"off": ["more_calls"]},
     {"off": ["check_answers"]},
     {"off": ["honour_precision"]},
-    {"off": ["faithful_expressions"]},
-    {"off": ["relevance_gate"]},
 ]
 
 
