@@ -8,19 +8,17 @@ import asyncio
 import json
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from bench import peers
 from bigloop import FunctionModel, Message, ToolSpec
 from bigloop.eval.suite import Workspace, load_results, split
 from bigloop.protocols.openai_server import create_app
+from tests import loopback
 
 ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.skipif(
@@ -90,19 +88,8 @@ def test_other_settings_are_refused_in_the_same_folder(tmp_path: Path) -> None:
 @contextmanager
 def serving(model: FunctionModel) -> Iterator[str]:
     """`model` behind bigloop's OpenAI-compatible app on loopback, in a thread."""
-    config = uvicorn.Config(create_app(model), port=peers.free_port(), log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{config.port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with loopback.serving(lambda _: create_app(model)) as url:
+        yield f"{url}v1"
 
 
 def test_a_task_over_the_time_limit_fails_alone(tmp_path: Path) -> None:

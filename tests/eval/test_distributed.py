@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import pytest
 from bigloop.atoms.models.spec import ModelSpec
 from bigloop.eval.bfcl import run_category
 from bigloop.eval.bfcl_data import load_cases
+from tests.loopback import free_port
 
 pytestmark = pytest.mark.real
 
@@ -25,9 +25,7 @@ def cluster() -> Iterator[str]:
     ray_cli = shutil.which("ray", path=str(Path(sys.executable).parent))
     if ray_cli is None:
         pytest.fail("Ray is not installed in this environment; `make setup` installs it.")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     subprocess.run(
         [
             ray_cli,

@@ -1,44 +1,69 @@
 """What the A2A tests share: a uvicorn server on a free loopback port in a thread, the
-`a2a-sdk`'s own client, and scripted replies."""
+`a2a-sdk`'s own client, scripted replies, and the tools and loops served as agents."""
 
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterator
-from contextlib import aclosing, contextmanager
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AbstractContextManager, aclosing
 from typing import Any, cast
 
-import uvicorn
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, StreamResponse, TaskState
 
+from bigloop import Clarify, Loop, ScriptedModel, Tool, TraceStore, tool
+from tests.loopback import serving
 
-@contextmanager
-def serving_app(make_app: Callable[[str], Any]) -> Iterator[str]:
+
+def serving_app(make_app: Callable[[str], Any]) -> AbstractContextManager[str]:
     """`make_app(url)` served by uvicorn on a free loopback port, in a thread; its URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # NODELAY
-    sock.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    config = uvicorn.Config(
-        make_app(url), log_level="warning", ws="none", timeout_graceful_shutdown=2
+    return serving(make_app, timeout_graceful_shutdown=2)
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: the first.
+        b: the second.
+    """
+    return a + b
+
+
+SENT: list[tuple[str, str]] = []
+"""The notes `send_note` sent (each test module clears it in `setup_function`)."""
+
+
+@tool(idempotent=False)
+def send_note(receiver: str, text: str) -> str:
+    """Send a note to a person.
+
+    Args:
+        receiver: who gets the note.
+        text: the note.
+    """
+    SENT.append((receiver, text))
+    return "sent"
+
+
+def adding_loop(store: TraceStore, *more: Tool) -> Loop:
+    """A loop that adds 2 and 3 with `add` (offered with `more` tools) and answers."""
+    model = ScriptedModel([call("add", a=2, b=3), answer("2 + 3 = 5.")])
+    return Loop(model, [add, *more], store=store)
+
+
+def noting_loop(store: TraceStore) -> Loop:
+    """A loop that sends a note without knowing to whom (so it asks), then to Ann."""
+    model = ScriptedModel(
+        [
+            call("send_note", receiver="colleague_1", text="hi"),
+            call("send_note", receiver="Ann", text="hi"),
+            answer("Sent to Ann."),
+        ]
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.01)
-        yield url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    return Loop(model, [send_note], clarify=Clarify(retry_first=False), store=store)
 
 
 def call(name: str, **arguments: object) -> str:

@@ -29,7 +29,6 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from bigloop import (
-    Clarify,
     FunctionModel,
     Loop,
     LoopConfig,
@@ -39,45 +38,23 @@ from bigloop import (
     ToolSpec,
     TraceStore,
     UserError,
-    tool,
 )
 from bigloop.atoms.a2a_client import a2a_agent_tool
 from bigloop.protocols.a2a_server import agent_card, serving
 from bigloop.protocols.openai_server import create_app as openai_app
-from tests.protocols.a2a_support import answer, call, serving_app
-
-SENT: list[tuple[str, str]] = []
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: the first.
-        b: the second.
-    """
-    return a + b
-
-
-@tool(idempotent=False)
-def send_note(receiver: str, text: str) -> str:
-    """Send a note to a person.
-
-    Args:
-        receiver: who gets the note.
-        text: the note.
-    """
-    SENT.append((receiver, text))
-    return "sent"
+from tests.protocols.a2a_support import (
+    SENT,
+    add,
+    adding_loop,
+    answer,
+    call,
+    noting_loop,
+    serving_app,
+)
 
 
 def setup_function() -> None:
     SENT.clear()
-
-
-def adder(store: TraceStore) -> Loop:
-    return Loop(ScriptedModel([call("add", a=2, b=3), answer("2 + 3 = 5.")]), [add], store=store)
 
 
 def delegating_model(agent_name: str, task: str) -> FunctionModel:
@@ -97,7 +74,8 @@ def delegating_model(agent_name: str, task: str) -> FunctionModel:
 
 
 def test_the_tool_is_named_and_described_by_the_card(tmp_path: Path) -> None:
-    with serving(adder(TraceStore(tmp_path / "t.db")), name="adder", description="Adds.") as url:
+    loop = adding_loop(TraceStore(tmp_path / "t.db"))
+    with serving(loop, name="adder", description="Adds.") as url:
         remote = a2a_agent_tool(url)
     assert (remote.name, remote.description) == ("adder", "Adds. Skills: add.")
     assert remote.schema["required"] == ["task"]
@@ -107,7 +85,7 @@ def test_the_tool_is_named_and_described_by_the_card(tmp_path: Path) -> None:
 
 def test_bigloop_calls_another_bigloop_agent(tmp_path: Path) -> None:
     remote_store = TraceStore(tmp_path / "remote.db")
-    with serving(adder(remote_store), name="adder") as url:
+    with serving(adding_loop(remote_store), name="adder") as url:
         outer = Loop(delegating_model("adder", "What is 2 + 3?"), [a2a_agent_tool(url)])
         result = outer.run_sync("Ask the adder what 2 + 3 is.")
     assert (result.status, result.answer) == ("ok", "The agent says: 2 + 3 = 5.")
@@ -123,14 +101,7 @@ def test_bigloop_calls_another_bigloop_agent(tmp_path: Path) -> None:
 
 def test_a_question_from_the_agent_is_answered_on_the_same_task(tmp_path: Path) -> None:
     remote_store = TraceStore(tmp_path / "remote.db")
-    model = ScriptedModel(
-        [
-            call("send_note", receiver="colleague_1", text="hi"),
-            call("send_note", receiver="Ann", text="hi"),
-            answer("Sent to Ann."),
-        ]
-    )
-    noter = Loop(model, [send_note], clarify=Clarify(retry_first=False), store=remote_store)
+    noter = noting_loop(remote_store)
     with serving(noter, name="noter") as url:
         outer = Loop(delegating_model("noter", "Say hi to my colleague."), [a2a_agent_tool(url)])
         result = outer.run_sync("Have the noter say hi to my colleague.")
@@ -248,7 +219,7 @@ def test_an_agent_that_dies_mid_stream_is_a_failure() -> None:
 
 
 def test_an_agent_that_is_gone_is_a_failure_and_the_loop_goes_on(tmp_path: Path) -> None:
-    with serving(adder(TraceStore(tmp_path / "t.db")), name="adder") as url:
+    with serving(adding_loop(TraceStore(tmp_path / "t.db")), name="adder") as url:
         remote = a2a_agent_tool(url, timeout_s=5.0)
     outer = Loop(delegating_model("adder", "What is 2 + 3?"), [remote])
     result = outer.run_sync("Ask the adder what 2 + 3 is.")
@@ -273,7 +244,7 @@ def test_an_unreachable_agent_is_a_user_error_at_build_time() -> None:
 
 
 def test_loop_config_builds_the_agents_and_stores_them_for_resume(tmp_path: Path) -> None:
-    with serving(adder(TraceStore(tmp_path / "remote.db")), name="adder") as url:
+    with serving(adding_loop(TraceStore(tmp_path / "remote.db")), name="adder") as url:
         config = LoopConfig(tools=["calculator"], a2a=[url], a2a_timeout_s=7.0)
         tools = config.build_tools()
         assert [t.name for t in tools] == ["calculator", "adder"]
@@ -286,7 +257,7 @@ def test_bigloop_run_with_a2a_on_the_command_line(tmp_path: Path) -> None:
     app) calls the agent (`bigloop serve a2a`'s app) as a tool."""
     model = delegating_model("adder", "What is 2 + 3?")
     with (
-        serving(adder(TraceStore(tmp_path / "remote.db")), name="adder") as url,
+        serving(adding_loop(TraceStore(tmp_path / "remote.db")), name="adder") as url,
         serving_app(lambda _: openai_app(model)) as model_url,
     ):
         command = [sys.executable, "-m", "bigloop", "run", "Ask the adder what 2 + 3 is."]

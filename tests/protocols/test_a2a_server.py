@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -33,45 +32,28 @@ from a2a.utils.proto_utils import warn_on_missing_required_fields
 from bigloop import Clarify, Loop, ScriptedModel, TraceStore, UserError, tool
 from bigloop.protocols.a2a_server import RUN_ID, create_app, serving
 from bigloop.protocols.openai_server import create_app as openai_app
-from tests.protocols.a2a_support import answer, call, send, serving_app, shown, user_message
-
-SENT: list[tuple[str, str]] = []
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: the first.
-        b: the second.
-    """
-    return a + b
-
-
-@tool(idempotent=False)
-def send_note(receiver: str, text: str) -> str:
-    """Send a note to a person.
-
-    Args:
-        receiver: who gets the note.
-        text: the note.
-    """
-    SENT.append((receiver, text))
-    return "sent"
+from tests.loopback import free_port
+from tests.protocols.a2a_support import (
+    SENT,
+    add,
+    adding_loop,
+    answer,
+    call,
+    noting_loop,
+    send,
+    send_note,
+    serving_app,
+    shown,
+    user_message,
+)
 
 
 def setup_function() -> None:
     SENT.clear()
 
 
-def adding_loop(store: TraceStore) -> Loop:
-    model = ScriptedModel([call("add", a=2, b=3), answer("2 + 3 = 5.")])
-    return Loop(model, [add, send_note], store=store)
-
-
 def test_the_card_lists_the_tools_as_skills(tmp_path: Path) -> None:
-    loop = adding_loop(TraceStore(tmp_path / "t.db"))
+    loop = adding_loop(TraceStore(tmp_path / "t.db"), send_note)
     with serving(loop, name="adder", description="Adds numbers.") as url:
 
         async def fetch() -> AgentCard:
@@ -93,7 +75,7 @@ def test_the_card_lists_the_tools_as_skills(tmp_path: Path) -> None:
 
 def test_a_task_streams_each_step_then_the_answer(tmp_path: Path) -> None:
     store = TraceStore(tmp_path / "t.db")
-    with serving(adding_loop(store)) as url:
+    with serving(adding_loop(store, send_note)) as url:
         events = asyncio.run(send(url, "What is 2 + 3?"))
     assert shown(events) == [
         ("task", "TASK_STATE_SUBMITTED", ""),
@@ -119,14 +101,7 @@ def test_a_question_waits_for_input_and_the_answer_resumes_the_same_run(
     tmp_path: Path,
 ) -> None:
     store = TraceStore(tmp_path / "t.db")
-    model = ScriptedModel(
-        [
-            call("send_note", receiver="colleague_1", text="hi"),
-            call("send_note", receiver="Ann", text="hi"),
-            answer("Sent to Ann."),
-        ]
-    )
-    loop = Loop(model, [send_note], clarify=Clarify(retry_first=False), store=store)
+    loop = noting_loop(store)
     question = "To call send_note, what is the receiver (who gets the note)?"
     with serving(loop) as url:
         first = asyncio.run(send(url, "Say hi to my colleague."))
@@ -237,7 +212,7 @@ def test_a_failed_run_fails_the_task_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_a_message_on_an_ended_task_is_refused(tmp_path: Path) -> None:
-    with serving(adding_loop(TraceStore(tmp_path / "t.db"))) as url:
+    with serving(adding_loop(TraceStore(tmp_path / "t.db"), send_note)) as url:
         events = asyncio.run(send(url, "What is 2 + 3?"))
         with pytest.raises(A2AError, match="terminal state"):
             asyncio.run(send(url, "And 4 + 4?", task_id=events[0].task.id))
@@ -252,9 +227,7 @@ def test_bigloop_serve_a2a_on_the_command_line(tmp_path: Path) -> None:
     """The command serves a loop whose model is a scripted one behind `bigloop serve
     openai`'s app; the SDK's client runs a task on it."""
     model = ScriptedModel([call("calculator", expression="20 + 22"), answer("42")], name="scripted")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     with serving_app(lambda _: openai_app(model)) as model_url:
         command = [
             sys.executable, "-m", "bigloop", "serve", "a2a", "--model", "scripted",

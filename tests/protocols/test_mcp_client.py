@@ -22,6 +22,7 @@ from mcp import types as mcp_types
 from bigloop import Loop, ScriptedModel, Tool, ToolFailure, UserError
 from bigloop.atoms.mcp_client import McpServer, close_all_servers, mcp_tools, result_text
 from bigloop.config import LoopConfig
+from tests.loopback import free_port
 from tests.protocols.mcp_servers import misbehaving
 from tests.protocols.mcp_servers.support import (
     GIT_SERVER,
@@ -30,7 +31,6 @@ from tests.protocols.mcp_servers.support import (
     answer,
     call,
     children,
-    free_port,
     servers_running,
     serving,
 )

@@ -19,10 +19,10 @@ from mcp.client.session import ClientRequestContext
 
 from bigloop import Loop, ScriptedModel, TraceStore, UserError, tool
 from bigloop.protocols.mcp_server import create_server
+from tests.loopback import free_port
 from tests.protocols.mcp_servers.scripted_loop import scripted_loop
 from tests.protocols.mcp_servers.support import (
     SCRIPTED_LOOP,
-    free_port,
     http_server,
     servers_running,
     serving,
@@ -216,8 +216,8 @@ def test_run_task_over_http_elicits_in_the_result_or_answers_with_the_question(
             result = await client.call_tool("run_task", {"task": "Say hi to my colleague."})
             return text(result)
 
-    with serving(server.streamable_http_app(stateless_http=True)) as (host, port):
-        url = f"http://{host}:{port}/mcp"
+    with serving(server.streamable_http_app(stateless_http=True)) as base_url:
+        url = f"{base_url}mcp"
         assert anyio.run(main, url, "auto") == "Done: sent to Ann."
         assert asked == [QUESTION]
         assert anyio.run(main, url, "legacy").startswith(f"The run needs an answer: {QUESTION}")

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ from bigloop import (
 from bigloop.atoms.models.prompts import to_plain_chat
 from bigloop.protocols import openai_server
 from bigloop.protocols.openai_server import calls_only_schema, create_app
+from tests import loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
@@ -99,22 +98,8 @@ def weather_model(seen: list[Seen]) -> FunctionModel:
 @contextmanager
 def serving(model: ChatModel) -> Iterator[str]:
     """`model` served by uvicorn on a free loopback port, in a thread; its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(model), log_level="warning", lifespan="off", ws="none")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with loopback.serving(lambda _: create_app(model), lifespan="off") as url:
+        yield f"{url}v1"
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 
 from bigloop import LocalModel, Loop, TraceStore
 from bigloop.atoms.a2a_client import a2a_agent_tool
+from tests.loopback import free_port
 from tests.protocols.a2a_support import send, shown
 
 pytestmark = [
@@ -31,9 +31,7 @@ pytestmark = [
 def agent_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """`bigloop serve a2a` on the embedded model with the calculator; its URL and traces."""
     home = tmp_path_factory.mktemp("a2a-agent")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     command = [sys.executable, "-m", "bigloop", "serve", "a2a", "--model", "embedded"]
     command += ["--tools", "calculator", "--name", "calculator_agent", "--port", str(port)]
     command += ["--description", "Computes arithmetic exactly."]

@@ -3,7 +3,6 @@ the embedded model."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,14 @@ import pytest
 from bigloop import Loop, Message, OpenAIModel
 from bigloop.atoms.builtin import default_tools
 from bigloop.atoms.models.weights import default_model_path
+from tests.loopback import free_port
 
 pytestmark = pytest.mark.real
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -80,9 +78,7 @@ def test_tool_loop_through_the_server(server: str, tool_mode: str) -> None:
 
 
 def test_unreachable_server_is_a_clear_failure() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     model = OpenAIModel("x", base_url=f"http://127.0.0.1:{port}/v1", timeout_s=2)
     result = Loop(model, default_tools()).run_sync("hi")
     assert result.status == "failed"

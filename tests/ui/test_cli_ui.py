@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -11,13 +10,8 @@ from pathlib import Path
 import httpx
 
 from bigloop import TraceStore
+from tests.loopback import free_port
 from tests.ui.runs import react_run
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_bigloop_ui_serves_the_trace_file_on_loopback(tmp_path: Path) -> None:

@@ -22,8 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -50,6 +48,7 @@ from starlette.applications import Starlette
 
 from bigloop._errors import UserError
 from bigloop.loop import Loop, OnStep
+from bigloop.protocols.threaded import http_url, in_thread
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.redact import Redactor
 
@@ -302,26 +301,12 @@ def serving(
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind((host, port))
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{sock.getsockname()[1]}/"
+    url = f"{http_url(host, sock.getsockname()[1])}/"
     app = create_app(loop, url=url, name=name, description=description)
     config = uvicorn.Config(app, log_level="warning", ws="none", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="bigloop-a2a", daemon=True
-    )
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"The A2A server for {url} did not start.")
-            time.sleep(0.01)
+    failure = f"The A2A server for {url} did not start."
+    with in_thread(uvicorn.Server(config), sock, failure=failure, name="bigloop-a2a"):
         yield url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 def _starting(loop: Loop, task: str) -> Start:

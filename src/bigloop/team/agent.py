@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import re
 import weakref
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 from bigloop._errors import UserError
@@ -145,17 +145,11 @@ class Agent:
         The tool's effect is the strongest of its tools' and it is idempotent only when
         they all are, so approval and resume treat it like the tools it may call."""
 
-        async def run(task: str) -> str:
-            result = await self.run(task)
-            if result.status != "ok":
-                raise RuntimeError(f"agent {self.name!r} ended {result.status}: {result.error}")
-            return result.answer or ""
-
-        return Tool.from_schema(
+        return task_tool(
             self.name,
             self.card.description,
-            TASK_SCHEMA,
-            run,
+            self.run,
+            owner=f"agent {self.name!r}",
             timeout_s=timeout_s,
             effect=self.effect,
             idempotent=all(t.idempotent for t in self.tools),
@@ -231,8 +225,7 @@ class Agent:
         store: TraceStore | None,
     ) -> RunResult:
         system = self.system_prompt(task)
-        earlier = [m for m in history if m.role != "system"]
-        messages = ([Message(role="system", content=system)] if system else []) + earlier
+        messages = with_system(system, history)
         selectors = default_selectors(self.top_k)
         if tools:
             selectors.append(_AlwaysOffer(tools))
@@ -251,6 +244,35 @@ class Agent:
         if until:
             loop.planner = _Until(loop.planner, frozenset(until))
         return await loop.run(task, history=messages or None)
+
+
+def task_tool(
+    name: str,
+    description: str,
+    run: Callable[[str], Awaitable[RunResult]],
+    *,
+    owner: str,
+    **options: Any,
+) -> Tool:
+    """A tool taking a `task`, which it `run`s; its result is the run's answer.
+
+    A run that does not end "ok" is the tool's failure, naming `owner` ("agent 'alice'").
+    `options` are the tool's (`timeout_s`, `effect`, `idempotent`)."""
+
+    async def call(task: str) -> str:
+        result = await run(task)
+        if result.status != "ok":
+            raise RuntimeError(f"{owner} ended {result.status}: {result.error}")
+        return result.answer or ""
+
+    return Tool.from_schema(name, description, TASK_SCHEMA, call, **options)
+
+
+def with_system(system: str, messages: Sequence[Message]) -> list[Message]:
+    """`messages` without their system messages, after `system` as the one system
+    message (none when it is empty)."""
+    earlier = [m for m in messages if m.role != "system"]
+    return ([Message(role="system", content=system)] if system else []) + earlier
 
 
 class _AlwaysOffer:

@@ -27,8 +27,8 @@ from typing import Any
 
 from bigloop._errors import RunFailure, UserError
 from bigloop.atoms.models.base import Message, ModelSettings
-from bigloop.team.agent import Agent
-from bigloop.team.pattern import TeamPattern
+from bigloop.team.agent import Agent, with_system
+from bigloop.team.pattern import TeamPattern, ask_agent
 from bigloop.team.prompts import DEBATE_ROUND, JUDGE, JUDGE_PICK
 from bigloop.team.record import Reply, TeamRun
 from bigloop.trace.records import RunResult
@@ -152,18 +152,7 @@ class Debate(TeamPattern):
     def _sender(
         self, agent: Agent, prompt: str, thread: list[Message], run: TeamRun
     ) -> Callable[[], Any]:
-        async def send() -> Reply:
-            result = await agent.run(prompt, history=list(thread), store=run.store)
-            if result.status != "ok":
-                return Reply(
-                    text=f"Error: {result.error or result.status}",
-                    error=result.status,
-                    usage=result.usage,
-                    run=result.run_id,
-                )
-            return Reply(text=self.answer_of(result), usage=result.usage, run=result.run_id)
-
-        return send
+        return lambda: ask_agent(agent, prompt, run, history=thread, answer=self.answer_of)
 
     async def _verdict(self, run: TeamRun, answers: dict[str, str | None]) -> str:
         given = {n: a for n, a in answers.items() if a is not None}
@@ -193,9 +182,7 @@ async def _pick(judge: Agent, prompt: str, names: list[str]) -> Reply:
     """The judge's choice among `names`, as structured output."""
     schema = {"type": "object", "properties": {"pick": {"enum": names}}, "required": ["pick"]}
     settings = replace(judge.settings or ModelSettings(), response_schema=schema)
-    messages = [Message(role="user", content=prompt)]
-    if system := judge.system_prompt(prompt):
-        messages.insert(0, Message(role="system", content=system))
+    messages = with_system(judge.system_prompt(prompt), [Message(role="user", content=prompt)])
     response = await judge.model.chat(messages, [], settings)
     try:
         picked = json.loads(response.text)["pick"]

@@ -31,7 +31,7 @@ from bigloop.atoms.tool import Tool
 from bigloop.registry import Registry, SearchMode
 from bigloop.schedule.adapt import Adapter
 from bigloop.team.agent import Agent
-from bigloop.team.pattern import TeamPattern
+from bigloop.team.pattern import TeamPattern, ask_agent
 from bigloop.team.prompts import (
     CHOOSE_WORKER,
     DELEGATE_SYSTEM,
@@ -233,7 +233,7 @@ class Orchestrator(TeamPattern):
 
         async def send() -> Reply:
             if isinstance(worker, Agent):
-                return await _ask_agent(worker, text, run)
+                return await ask_agent(worker, text, run)
             return await self._call_tool(worker, text, run)
 
         step = await run.exchange(self.name, worker.name, text, send, subtask=sub.id)
@@ -255,19 +255,6 @@ class Orchestrator(TeamPattern):
             return Reply(text=f"Error: {e}", error="invalid_arguments")
         except ToolFailure as e:
             return Reply(text=f"Error: {e}", error="tool_error")
-
-
-async def _ask_agent(agent: Agent, text: str, run: TeamRun) -> Reply:
-    """`text` as the agent's task, in a fresh conversation; its answer (or failure)."""
-    result = await agent.run(text, history=[], store=run.store)
-    if result.status == "ok":
-        return Reply(text=result.answer or "", usage=result.usage, run=result.run_id)
-    return Reply(
-        text=f"Error: {result.error or result.status}",
-        error=result.status,
-        usage=result.usage,
-        run=result.run_id,
-    )
 
 
 def _answer(text: str) -> str:

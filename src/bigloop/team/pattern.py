@@ -1,13 +1,16 @@
-"""What every team pattern shares: run, resume, a sync wrapper, and use as a tool."""
+"""What every team pattern shares: run, resume, a sync wrapper, use as a tool, and
+asking an agent for a reply."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from bigloop.atoms.models.base import Message
 from bigloop.atoms.tool import Tool
-from bigloop.team.agent import TASK_SCHEMA
-from bigloop.team.record import TeamRun
+from bigloop.team.agent import Agent, task_tool
+from bigloop.team.record import Reply, TeamRun
 from bigloop.trace.records import RunResult
 from bigloop.trace.store import TraceStore
 
@@ -45,14 +48,13 @@ class TeamPattern:
     def as_tool(self, name: str, description: str, *, timeout_s: float = 600.0) -> Tool:
         """The team as one tool taking a `task` (a loop or an agent can delegate to it)."""
 
-        async def run(task: str) -> str:
-            result = await self.run(task)
-            if result.status != "ok":
-                raise RuntimeError(f"team {name!r} ended {result.status}: {result.error}")
-            return result.answer or ""
-
-        return Tool.from_schema(
-            name, description, TASK_SCHEMA, run, timeout_s=timeout_s, idempotent=False
+        return task_tool(
+            name,
+            description,
+            self.run,
+            owner=f"team {name!r}",
+            timeout_s=timeout_s,
+            idempotent=False,
         )
 
     @property
@@ -67,3 +69,26 @@ class TeamPattern:
 
     async def _work(self, run: TeamRun) -> str | None:
         raise NotImplementedError
+
+
+async def ask_agent(
+    agent: Agent,
+    text: str,
+    run: TeamRun,
+    *,
+    history: Sequence[Message] = (),
+    answer: Callable[[RunResult], str] | None = None,
+) -> Reply:
+    """`text` as the agent's task, continuing `history` (default: a fresh conversation),
+    traced in the run's store; its answer (read by `answer`, default the run's answer),
+    or its failure as an error reply."""
+    result = await agent.run(text, history=list(history), store=run.store)
+    if result.status != "ok":
+        return Reply(
+            text=f"Error: {result.error or result.status}",
+            error=result.status,
+            usage=result.usage,
+            run=result.run_id,
+        )
+    said = answer(result) if answer is not None else result.answer or ""
+    return Reply(text=said, usage=result.usage, run=result.run_id)

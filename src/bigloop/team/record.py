@@ -25,7 +25,7 @@ from typing import Any
 
 from bigloop._errors import BigloopError, BudgetExceeded, InputRequired, RunFailure, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, Usage
-from bigloop.trace.records import RunResult, RunStatus, Step, valid_text
+from bigloop.trace.records import RunResult, RunStatus, Step, StepKind, valid_text
 from bigloop.trace.store import TraceStore
 
 _IGNORED = ("run",)
@@ -117,6 +117,19 @@ class TeamRun:
             self.store.add_step(step)
         return step
 
+    def _record(self, kind: StepKind, name: str, inputs: dict[str, Any], **fields: Any) -> Step:
+        """Record a new step of `kind` named `name`, with `inputs` as its input."""
+        return self.add(
+            Step(
+                run_id=self.run_id,
+                index=len(self.steps),
+                kind=kind,
+                name=name,
+                input=inputs,
+                **fields,
+            )
+        )
+
     def _replay(self, kind: str, name: str, key: dict[str, Any]) -> Step | None:
         """The first stored step of a resumed run with this kind, name and input that no
         earlier request has replayed."""
@@ -156,20 +169,16 @@ class TeamRun:
         info = dict(key)
         if reply.run is not None:
             info["run"] = reply.run
-        return self.add(
-            Step(
-                run_id=self.run_id,
-                index=len(self.steps),
-                kind="message",
-                name=name,
-                input=info,
-                output=valid_text(reply.text),
-                error=reply.error,
-                seconds=time.perf_counter() - clock,
-                prompt_tokens=reply.usage.prompt_tokens,
-                completion_tokens=reply.usage.completion_tokens,
-                started_at=started,
-            )
+        return self._record(
+            "message",
+            name,
+            info,
+            output=valid_text(reply.text),
+            error=reply.error,
+            seconds=time.perf_counter() - clock,
+            prompt_tokens=reply.usage.prompt_tokens,
+            completion_tokens=reply.usage.completion_tokens,
+            started_at=started,
         )
 
     def note(self, sender: str, receiver: str, text: str, **extras: Any) -> Step:
@@ -179,16 +188,7 @@ class TeamRun:
         key = {k: v for k, v in info.items() if k not in _IGNORED}
         if (done := self._replay("message", name, key)) is not None:
             return done
-        return self.add(
-            Step(
-                run_id=self.run_id,
-                index=len(self.steps),
-                kind="message",
-                name=name,
-                input=info,
-                started_at=time.time(),
-            )
-        )
+        return self._record("message", name, info, started_at=time.time())
 
     async def model_turn(
         self,
@@ -206,19 +206,15 @@ class TeamRun:
             return str(done.output or "")
         started = time.time()
         response = await model.chat(messages, [], settings)
-        self.add(
-            Step(
-                run_id=self.run_id,
-                index=len(self.steps),
-                kind="model",
-                name=model.name,
-                input=key,
-                output=valid_text(response.text),
-                seconds=response.usage.seconds,
-                prompt_tokens=response.usage.prompt_tokens,
-                completion_tokens=response.usage.completion_tokens,
-                started_at=started,
-            )
+        self._record(
+            "model",
+            model.name,
+            key,
+            output=valid_text(response.text),
+            seconds=response.usage.seconds,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            started_at=started,
         )
         return valid_text(response.text)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +35,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bigloop._errors import UserError
+from bigloop.protocols.threaded import http_url, in_thread
 from bigloop.trace.store import TraceStore
 from bigloop.ui.views import conversation_view, plan_view, run_view, steps_view
 
@@ -163,18 +163,5 @@ def running(store: TraceStore, *, host: str = "127.0.0.1", port: int = 0) -> Ite
     sock.bind((host, port))
     app = create_app(store, allowed_hosts=allowed_hosts_for(host))
     config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="none")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the trace viewer did not start")
-            time.sleep(0.01)
-        bound = sock.getsockname()[1]
-        yield f"http://[{host}]:{bound}" if ":" in host else f"http://{host}:{bound}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with in_thread(uvicorn.Server(config), sock, failure="the trace viewer did not start"):
+        yield http_url(host, sock.getsockname()[1])

@@ -1,5 +1,5 @@
 """What the MCP tests share: the servers' command lines, this process's children (no
-server may outlive its test), free loopback ports, scripted replies."""
+server may outlive its test), loopback servers, scripted replies."""
 
 from __future__ import annotations
 
@@ -8,17 +8,15 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-
 from bigloop import ChatModel
 from bigloop.protocols.openai_server import create_app
+from tests import loopback
 
 HERE = Path(__file__).parent
 BIN = Path(sys.executable).parent
@@ -49,13 +47,6 @@ def servers_running() -> list[tuple[int, str, str]]:
     """Children that are MCP servers the tests started."""
     names = ("misbehaving.py", "scripted_loop.py", "mcp-server-", "mcp_server_", "serve mcp")
     return [c for c in children() if any(n in c[2] for n in names)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_for_port(port: int, process: subprocess.Popen[str], timeout_s: float = 20) -> None:
@@ -101,30 +92,11 @@ def answer(text: str) -> str:
 def model_server(model: ChatModel) -> Iterator[str]:
     """`model` behind an OpenAI-compatible endpoint on a free loopback port, in a
     thread; its base URL (for `--model NAME --base-url URL`)."""
-    with serving(create_app(model)) as (host, port):
-        yield f"http://{host}:{port}/v1"
+    with serving(create_app(model)) as url:
+        yield f"{url}v1"
 
 
-@contextmanager
-def serving(app: Any, port: int = 0) -> Iterator[tuple[str, int]]:
+def serving(app: Any, port: int = 0) -> AbstractContextManager[str]:
     """The ASGI `app` served by uvicorn in a thread on loopback (on `port`, or a free
-    one) until the block ends; its host and port."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    config = uvicorn.Config(
-        app, log_level="warning", ws="none", lifespan="on", timeout_graceful_shutdown=1
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.01)
-        yield "127.0.0.1", sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    one) until the block ends; its URL, `http://127.0.0.1:PORT/`."""
+    return loopback.serving(lambda _: app, port, lifespan="on", timeout_graceful_shutdown=1)
