@@ -385,3 +385,42 @@ def test_optimize_explains_a_missing_bench() -> None:
 
     result = CliRunner().invoke(app, ["optimize", "-o", "x.json"])
     assert "Pass --bench bfcl" in str(result.exception)
+
+
+class DocBench(RuleBench):
+    """Examples are right only when the tool's description says how to write dates."""
+
+    async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
+        from bigloop.optimize.bench import Mistake
+
+        self.runs += 1
+        right = "YYYY-MM-DD" in config.tool_docs.get("add_days", "")
+        wrong = Mistake(
+            tool="add_days", arguments={"date": "May 3"}, error="invalid_arguments: date"
+        )
+        return Outcome(
+            example_id=example.id,
+            score=float(right),
+            critique="" if right else "invalid date",
+            model_calls=1,
+            mistakes=[] if right else [wrong],
+        )
+
+    def tools(self) -> list[ToolSpec]:
+        return [ToolSpec(name="add_days", description="Adds days.", parameters={"type": "object"})]
+
+
+def test_tool_docs_are_rewritten_from_the_mistakes_made_calling_the_tool(tmp_path: Path) -> None:
+    prompts: list[str] = []
+
+    def rewrite(messages: list[Message], tools: list[ToolSpec]) -> str:
+        prompts.append(messages[-1].content)
+        return json.dumps({"description": "Adds days to a date written YYYY-MM-DD."})
+
+    bench = DocBench()
+    evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+    optimizer = Optimizer(bench, evaluator, FunctionModel(rewrite), steps=["tool_docs"])
+    result = asyncio.run(optimizer.run(LoopConfig()))
+    assert result.tool_docs == {"add_days": "Adds days to a date written YYYY-MM-DD."}
+    assert '{"date": "May 3"} -> invalid_arguments: date' in prompts[0]
+    assert (result.provenance or {})["dev_after"] == 1.0
