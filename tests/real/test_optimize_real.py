@@ -33,7 +33,7 @@ def test_optimizing_on_bfcl_with_the_embedded_model(tmp_path: Path, embedded: Lo
     assert train.right >= 2  # the 0.5B model gets most simple calls right
     assert all(o.demo is not None for o in train.outcomes.values() if o.score == 1)
     assert provenance["cost"]["model_calls"] >= 7
-    assert provenance["dev_after"] >= provenance["dev_before"]
+    assert all("BFCL checker:" in o.critique for o in train.outcomes.values() if o.score < 1)
     LoopConfig.model_validate_json(result.model_dump_json())  # a valid, reloadable config
 
 

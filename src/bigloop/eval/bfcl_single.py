@@ -31,7 +31,7 @@ from bigloop.eval.bfcl_data import Case, function_cards
 from bigloop.eval.bfcl_results import RETRIEVE_K, SETTINGS, CaseResult, Mode
 from bigloop.eval.bfcl_score import score
 from bigloop.loop import Loop
-from bigloop.schedule.call import call_key
+from bigloop.schedule.call import MODEL_MISTAKES, call_key
 from bigloop.schedule.context import Budget
 from bigloop.schedule.more_calls import MoreCalls
 from bigloop.schedule.policies import default_checks, default_selectors
@@ -40,8 +40,6 @@ from bigloop.trace.records import RunResult
 from bigloop.trace.store import TraceStore
 
 Calls = list[tuple[str, Any]]
-_MODEL_MISTAKES = frozenset({"unknown_tool", "invalid_arguments"})
-"""Errors of tool steps that were the model's to fix (`CallResult.model_mistake`)."""
 
 
 async def run_case(
@@ -161,7 +159,7 @@ def _corrections(run: RunResult) -> int:
         1
         for s in run.steps
         if (s.kind == "model" and s.error is not None)
-        or (s.kind == "tool" and s.error in _MODEL_MISTAKES)
+        or (s.kind == "tool" and s.error in MODEL_MISTAKES)
     )
 
 

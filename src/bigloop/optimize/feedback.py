@@ -9,12 +9,11 @@ from collections.abc import Sequence
 
 from bigloop.config import Demo, DemoCall
 from bigloop.optimize.bench import Mistake
+from bigloop.schedule.call import MODEL_MISTAKES
 from bigloop.trace.records import Step
 
 MAX_CRITIQUE = 600
 """Characters of critique kept per run: enough for the verdict and the first errors."""
-
-MODEL_MISTAKES = frozenset({"unknown_tool", "invalid_arguments"})
 
 
 def critique(verdict: str, steps: Sequence[Step]) -> str:

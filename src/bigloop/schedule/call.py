@@ -19,6 +19,10 @@ Outcome = Literal[
 ]
 
 
+MODEL_MISTAKES = frozenset({"unknown_tool", "invalid_arguments"})
+"""Call outcomes that were the model's to fix (the loop sends them back as feedback)."""
+
+
 @dataclass(kw_only=True)
 class CallResult:
     call: ToolCall
@@ -34,7 +38,7 @@ class CallResult:
     @property
     def model_mistake(self) -> bool:
         """The call was the model's error (repairable), not the tool's."""
-        return self.outcome in ("unknown_tool", "invalid_arguments")
+        return self.outcome in MODEL_MISTAKES
 
 
 def call_key(call: ToolCall) -> str:

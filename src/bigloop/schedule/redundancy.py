@@ -34,6 +34,7 @@ from bigloop.atoms.models.base import (
 )
 from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.schema import schema_problems
+from bigloop.schedule.call import MODEL_MISTAKES
 from bigloop.schedule.route import Constraints, Weights, route
 from bigloop.trace.records import RunResult, Step
 
@@ -218,7 +219,7 @@ class HedgedModel:
                 task.cancel()
 
 
-REFUSED = frozenset({"unknown_tool", "invalid_arguments"})
+REFUSED = MODEL_MISTAKES
 
 
 def credits(steps: Sequence[Step], status: str, members: Sequence[str]) -> list[tuple[str, bool]]:
