@@ -14,6 +14,7 @@ import pytest
 
 from bigloop import FunctionModel, Message, ModelSettings, ToolSpec, TraceStore, UserError, tool
 from bigloop.team import Agent, Orchestrator
+from bigloop.team.prompts import WITH_REQUEST
 
 
 def answer(text: str) -> str:
@@ -59,6 +60,10 @@ def worker(name: str, reply: str, *, delay: float = 0.0, tasks: list[str] | None
     return Agent(name, FunctionModel(respond, name=f"{name}-model"), description=f"{name} worker.")
 
 
+def shared(request: str, part: str) -> str:
+    return WITH_REQUEST.format(request=request, part=part)
+
+
 def test_subtasks_go_to_the_workers_the_coordinator_picks_and_are_merged() -> None:
     coordinator = Coordinator(
         [
@@ -80,9 +85,10 @@ def test_subtasks_go_to_the_workers_the_coordinator_picks_and_are_merged() -> No
     assert result.planner == "orchestrator"
     trace = [(s.kind, s.name, (s.input or {}).get("text"), s.output) for s in result.steps]
     assert trace[0][:2] == ("model", "boss") and result.steps[0].input["role"] == "delegate"
+    asked = "How warm is Oslo, and how many km are 3 miles?"
     assert sorted(trace[1:3]) == [
-        ("message", "coordinator→units", "Convert 3 miles to km", "4.83 km"),
-        ("message", "coordinator→weather", "Weather in Oslo today", "6 °C"),
+        ("message", "coordinator→units", shared(asked, "Convert 3 miles to km"), "4.83 km"),
+        ("message", "coordinator→weather", shared(asked, "Weather in Oslo today"), "6 °C"),
     ]
     assert trace[3] == ("model", "boss", None, answer("Oslo is 6 °C; 3 miles is 4.83 km."))
     assert result.steps[3].input["role"] == "merge"
@@ -115,7 +121,31 @@ def test_a_subtask_that_needs_another_gets_its_result_and_waits_for_it() -> None
         "coordinator→prices",
         "coordinator→money",
     ]
-    assert tasks == ["Convert the price to USD\n\nResults you can use:\n[1] 120 EUR"]
+    part = "Convert the price to USD\n\nResults you can use:\n[1] 120 EUR"
+    assert tasks == [shared("What does the Paris hotel cost in USD?", part)]
+
+
+def test_without_share_request_a_worker_sees_only_its_subtask() -> None:
+    tasks: list[str] = []
+    coordinator = Coordinator(
+        [plan({"task": "Weather in Oslo", "worker": "a"}, {"task": "3 mi in km", "worker": "b"})]
+    )
+    workers = [worker("a", "6 °C", tasks=tasks), worker("b", "4.83 km", tasks=tasks)]
+    team = Orchestrator(FunctionModel(coordinator), workers, share_request=False)
+    team.run_sync("Oslo weather, and 3 miles in km?")
+    assert sorted(tasks) == ["3 mi in km", "Weather in Oslo"]
+
+
+def test_a_plan_of_one_subtask_hands_the_worker_the_users_own_words() -> None:
+    tasks: list[str] = []
+    coordinator = Coordinator(
+        [plan({"task": "Get the area, perimeter and angles of a 3-4-5 triangle", "worker": "t"})]
+    )
+    team = Orchestrator(FunctionModel(coordinator), [worker("t", "6", tasks=tasks)])
+    result = team.run_sync("Area of a triangle with sides 3, 4 and 5?")
+    assert tasks == ["Area of a triangle with sides 3, 4 and 5?"]
+    message = next(s for s in result.steps if s.kind == "message")
+    assert message.input["text"] == "Area of a triangle with sides 3, 4 and 5?"
 
 
 def test_one_subtask_is_answered_by_its_worker_without_a_merge() -> None:
@@ -179,9 +209,9 @@ def test_a_tool_worker_gets_its_input_through_the_adapter() -> None:
     def model(messages: list[Message], tools: list[ToolSpec], s: ModelSettings) -> str:
         props = (s.response_schema or {}).get("properties", {})
         if "subtasks" in props:
-            return plan({"task": "How many km are 3 miles?", "worker": "to_km"})
+            return plan({"task": "Convert 3 miles to kilometers", "worker": "to_km"})
         adapter_calls.append(s)
-        assert "How many km are 3 miles?" in messages[-1].content
+        assert messages[-1].content.endswith("Text:\n3 miles in km?")  # the user's words
         return json.dumps({"miles": 3})
 
     result = Orchestrator(FunctionModel(model, name="boss"), [to_km]).run_sync("3 miles in km?")

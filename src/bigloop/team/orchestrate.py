@@ -12,6 +12,10 @@ coordinator merges their results.
    (runs the subtask as its task, in a fresh conversation) or a `Tool` (the subtask text
    is fitted to its input by a semantic `Adapter`, an "adapt" step). Each delegation is a
    "message" step "coordinator→worker"; a worker's failure is its reply ("Error: ...").
+   **Values come from the user's words**, not the coordinator's paraphrase: a plan of one
+   subtask hands the worker the task itself (a rewrite only adds what the user never
+   said — "get its area, perimeter and angles" turns on flags nobody asked for), and a
+   subtask of a larger plan carries the user's request beside it (`share_request`).
 3. **Merge.** With one subtask its result is the answer; with several, the coordinator
    answers from the results (a "model" step, role "merge"); with none (no worker fits),
    it answers the task itself.
@@ -38,6 +42,7 @@ from bigloop.team.prompts import (
     DEPENDENCIES,
     MERGE,
     NO_RESULTS,
+    WITH_REQUEST,
 )
 from bigloop.team.record import Reply, TeamRun
 from bigloop.trace.store import TraceStore
@@ -73,6 +78,9 @@ class Orchestrator(TeamPattern):
         max_subtasks: the most subtasks a plan may have.
         merge: False: the answer is the results, one per line, without a merge turn (when
             what matters is what the workers did, e.g. a benchmark that scores calls).
+        share_request: a subtask of a plan of several carries the user's request beside
+            it, so the worker takes values from the user's own words; a plan of one
+            subtask always hands over the task itself.
         settings: the coordinator's settings.
         store: where the run, and its workers' runs, are traced.
     """
@@ -90,6 +98,7 @@ class Orchestrator(TeamPattern):
         adapter: Adapter | None = None,
         max_subtasks: int = 6,
         merge: bool = True,
+        share_request: bool = True,
         settings: ModelSettings | None = None,
         store: TraceStore | None = None,
     ) -> None:
@@ -108,6 +117,7 @@ class Orchestrator(TeamPattern):
         self.adapter = adapter or Adapter(coordinator)
         self.max_subtasks = max_subtasks
         self.merge = merge
+        self.share_request = share_request
         self.settings = settings or ModelSettings()
         self.store = store
         self._registry: Registry | None = None
@@ -118,7 +128,11 @@ class Orchestrator(TeamPattern):
 
     @property
     def config(self) -> dict[str, Any]:
-        return {"workers": list(self.workers), "choose": self.choose}
+        return {
+            "workers": list(self.workers),
+            "choose": self.choose,
+            "share_request": self.share_request,
+        }
 
     def plan_schema(self) -> dict[str, Any]:
         """The JSON schema the coordinator's plan must match."""
@@ -215,20 +229,28 @@ class Orchestrator(TeamPattern):
 
     async def _execute(self, run: TeamRun, plan: list[Subtask]) -> dict[int, str]:
         """Every subtask's result, by id; independent subtasks run concurrently."""
+        if len(plan) == 1:  # the whole task: the user's words, not a paraphrase
+            plan = [replace(plan[0], task=run.task)]
         results: dict[int, str] = {}
         pending = list(plan)
         while pending:
             ready = [s for s in pending if set(s.needs) <= results.keys()]
-            outputs = await asyncio.gather(*(self._delegate(run, s, results) for s in ready))
+            outputs = await asyncio.gather(
+                *(self._delegate(run, s, results, alone=len(plan) == 1) for s in ready)
+            )
             results.update(zip((s.id for s in ready), outputs, strict=True))
             pending = [s for s in pending if s.id not in results]
         return results
 
-    async def _delegate(self, run: TeamRun, sub: Subtask, results: dict[int, str]) -> str:
+    async def _delegate(
+        self, run: TeamRun, sub: Subtask, results: dict[int, str], *, alone: bool
+    ) -> str:
         text = sub.task
         if sub.needs:
             earlier = "\n".join(f"[{n}] {results[n]}" for n in sub.needs)
             text = DEPENDENCIES.format(task=sub.task, results=earlier)
+        if self.share_request and not alone:
+            text = WITH_REQUEST.format(request=run.task, part=text)
         worker = self.workers[sub.worker]
 
         async def send() -> Reply:

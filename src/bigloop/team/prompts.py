@@ -31,6 +31,14 @@ Answer the task from these results; use their values as written."""
 
 NO_RESULTS = "(no subtasks: answer the task yourself)"
 
+WITH_REQUEST = """\
+The user's request: {request}
+
+Your part of it: {part}
+
+Do only your part; take names, numbers and options from the user's words, and add none \
+they did not ask for."""
+
 DEPENDENCIES = """\
 {task}
 
