@@ -24,6 +24,7 @@ asked are read from the agents' runs); wall seconds, tokens, messages between ag
 
     python bench/teams.py                          # all: writes bench/results/teams/latest.md
     python bench/teams.py --limit 5                # a quick look: first 5 cases of each
+    python bench/teams.py --only suite --per-category 3   # 3 test tasks of each category
     python bench/teams.py --only bfcl --setup single --setup debate
 
 Results resume: each benchmark and setup is a JSON Lines file under bench/results/teams/
@@ -389,11 +390,31 @@ def markdown(table: dict[tuple[str, str], list[Row]], model: str, command: str) 
 # ---------------------------------------------------------------------- main
 
 
+def first_of_each(tasks: list[Task], k: int | None) -> list[Task]:
+    """The first `k` tasks of each category, in suite order (all with `k` None)."""
+    if k is None:
+        return tasks
+    seen: dict[str, int] = {}
+    chosen = []
+    for task in tasks:
+        seen[task.category] = seen.get(task.category, 0) + 1
+        if seen[task.category] <= k:
+            chosen.append(task)
+    return chosen
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--only", choices=BENCHMARKS, action="append", default=None)
     parser.add_argument("--setup", choices=SETUPS, action="append", default=None)
     parser.add_argument("--limit", type=int, default=None, help="Only the first N cases of each.")
+    parser.add_argument(
+        "--per-category",
+        type=int,
+        default=None,
+        metavar="K",
+        help="Suite: the first K test tasks of each category (a stratified sample).",
+    )
     parser.add_argument("--model", default="embedded", help="As `bigloop run --model`.")
     parser.add_argument("--base-url", default=None)
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -410,7 +431,7 @@ async def run_all(
         if bench == "bfcl":
             cases: list[Any] = load_cases(BFCL_CATEGORY, min(limit or BFCL_CASES, BFCL_CASES))
         else:
-            cases = split("test")[:limit]
+            cases = first_of_each(split("test"), args.per_category)[:limit]
         with tempfile.TemporaryDirectory(prefix="bigloop-teams-") as tmp:
             workspace = Workspace.create(Path(tmp))
             for setup in args.setup or SETUPS:
