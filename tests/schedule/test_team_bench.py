@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bench import teams
 from bigloop import FunctionModel, Message, ModelSettings, ToolSpec, TraceStore
+from bigloop.eval.suite import split
 
 
 def scripted(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> str:
@@ -62,3 +63,16 @@ def test_every_setup_runs_and_resumes(tmp_path: Path) -> None:
     again = asyncio.run(teams.run_all(args, FunctionModel(refuse, name="scripted"), store))
     assert {k: len(v) for k, v in again.items()} == {k: 1 for k in table}
     assert len((tmp_path / "suite-debate.jsonl").read_text().splitlines()) == 1
+
+
+def test_per_category_takes_the_first_k_of_every_category_in_suite_order() -> None:
+    tasks = split("test")
+    chosen = teams.first_of_each(tasks, 2)
+    categories = {t.category for t in tasks}
+    assert len(chosen) == 2 * len(categories)
+    for category in categories:
+        assert [t for t in chosen if t.category == category] == [
+            t for t in tasks if t.category == category
+        ][:2]
+    assert [tasks.index(t) for t in chosen] == sorted(tasks.index(t) for t in chosen)
+    assert teams.first_of_each(tasks, None) == tasks
