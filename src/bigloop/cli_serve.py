@@ -32,7 +32,8 @@ ServedModelOpt = Annotated[
 
 
 def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path | None) -> Loop:
-    """The loop a `serve` command publishes: the --config file, then the options given."""
+    """The loop a `serve` command publishes: the --config file, then the options given.
+    Its irreversible calls are put to the client as questions (`approve="ask"`)."""
     from bigloop.config import LoopConfig
     from bigloop.loop import Loop
     from bigloop.trace.store import TraceStore
@@ -42,7 +43,7 @@ def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path
         base.model_dump() | {k: v for k, v in given.items() if v is not None},
         source="Command line",
     )
-    return Loop.from_config(config, store=TraceStore(trace_db))
+    return Loop.from_config(config, store=TraceStore(trace_db), approve="ask")
 
 
 @serve_app.command("openai")

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bigloop._errors import BigloopError, BudgetExceeded, InputRequired, RunFailure, UserError
-from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec
+from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCall, ToolSpec
 from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
 from bigloop.registry import Registry, RegistrySearch, find_tools_tool
-from bigloop.schedule.approval import Approver, approve_all
+from bigloop.schedule.approval import Approver, approval_question, approve_all, says_yes
 from bigloop.schedule.auto import AutoPlanner
 from bigloop.schedule.clarify import Clarify
 from bigloop.schedule.context import AskFn, Budget, Planner, ResultHook, RunContext
@@ -98,7 +98,9 @@ class Loop:
         selectors: the tool selectors, in order (default: relevance gate, then BM25 rank
             keeping `top_k`; with a registry, `RegistrySearch`).
         approve: who approves calls to irreversible tools, `approve(call, spec) -> bool`
-            (sync or async); None denies them. The approval gate ends every list of
+            (sync or async); "ask": the user, by answering a question (through `ask`, or
+            the run stops with it and `resume(run_id, answer="yes")` makes the call);
+            None denies them. The approval gate ends every list of
             checks, `checks` included (`with_approval`); `approve_all` switches it off.
         secrets: values that never reach the trace store (added to its `Redactor`).
     """
@@ -121,7 +123,7 @@ class Loop:
         checks: Sequence[CallCheck] | None = None,
         selectors: Sequence[ToolSelector] | None = None,
         answer_checks: Sequence[AnswerCheck] | None = None,
-        approve: Approver | None = None,
+        approve: Approver | Literal["ask"] | None = None,
         secrets: Sequence[str] = (),
     ) -> None:
         if registry is not None:
@@ -167,7 +169,7 @@ class Loop:
         *,
         store: TraceStore | None = None,
         ask: AskFn | None = None,
-        approve: Approver | None = None,
+        approve: Approver | Literal["ask"] | None = None,
     ) -> Loop:
         """The loop `config` describes: its model, tools, planner, policies and budget.
 
@@ -296,7 +298,28 @@ class Loop:
                 started_at=time.time(),
             )
             self._record(ctx, step, None)
+            await self._make_approved(ctx, question, answer, on_step)
         return await self._drive(ctx, on_step)
+
+    async def _make_approved(
+        self, ctx: RunContext, question: str, answer: str, on_step: OnStep | None
+    ) -> None:
+        """When the run stopped to ask approval for a call and the answer approves it,
+        make that call now (the gate finds the answer) and tell the model its result, so
+        the model need not ask for it again."""
+        waiting = [s for s in ctx.steps if s.kind == "ask" and s.error == "unanswered"]
+        if not waiting or not says_yes(answer):
+            return
+        last = waiting[-1]
+        call = ToolCall(id=f"approved-{last.index}", name=last.name, arguments=last.input)
+        if approval_question(call) != question:
+            return
+        result = await ctx.call(call)
+        note = f"The user approved {call.name}; it was called and returned: {result.output}"
+        if not result.ok:
+            note = f"The user approved {call.name}, but the call failed: {result.output}"
+        ctx.messages.append(Message(role="user", content=note, name=LOOP_NOTE))
+        self._record(ctx, ctx.tool_step(call, result.output, result), on_step)
 
     def _finished(self, run_id: str) -> RunResult:
         """A run that already ended with an answer, as stored (resuming it does nothing)."""

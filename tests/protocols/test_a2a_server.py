@@ -131,6 +131,41 @@ def test_a_question_waits_for_input_and_the_answer_resumes_the_same_run(
     ]
 
 
+@tool(effect="irreversible")
+def wire_money(to: str, amount: int) -> str:
+    """Wire money; it cannot be called back.
+
+    Args:
+        to: who gets it.
+        amount: how much, in euros.
+    """
+    SENT.append((to, str(amount)))
+    return f"wired {amount} EUR to {to}"
+
+
+def test_an_irreversible_call_waits_for_the_clients_approval_and_yes_makes_it(
+    tmp_path: Path,
+) -> None:
+    store = TraceStore(tmp_path / "t.db")
+    model = ScriptedModel([call("wire_money", to="Ann", amount=50), answer("Wired 50 EUR.")])
+    loop = Loop(model, [wire_money], store=store, approve="ask")
+    question = (
+        'May I call wire_money(amount=50, to="Ann")? It cannot be undone. Answer yes to '
+        "approve it; any other answer denies it."
+    )
+    with serving(loop) as url:
+        first = asyncio.run(send(url, "Wire Ann 50 euros."))
+        assert shown(first)[-1] == ("status_update", "TASK_STATE_INPUT_REQUIRED", question)
+        assert SENT == []
+        task_id, context_id = first[0].task.id, first[0].task.context_id
+        second = asyncio.run(send(url, "yes", task_id=task_id, context_id=context_id))
+    assert SENT == [("Ann", "50")]
+    assert shown(second)[-2:] == [
+        ("artifact_update", "answer", "Wired 50 EUR."),
+        ("status_update", "TASK_STATE_COMPLETED", ""),
+    ]
+
+
 def test_cancel_stops_the_run(tmp_path: Path) -> None:
     started, stopped = threading.Event(), threading.Event()
 

@@ -41,6 +41,7 @@ from bigloop.atoms.models.base import (
 )
 from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.tool import Tool
+from bigloop.schedule.approval import APPROVAL, denial, says_yes
 from bigloop.schedule.call import CallResult, Outcome, call_key, call_tool
 from bigloop.schedule.policies import AnswerCheck, CallCheck, Evidence, check_call
 from bigloop.trace.records import Step, StepKind, valid_text
@@ -359,7 +360,15 @@ class RunContext:
             said = [m.content for m in self.messages if m.role == "user" and m.name != LOOP_NOTE]
             return said + [str(s.output) for s in self.steps if s.kind == "ask"]
 
-        return Evidence(texts, user=user)
+        def answers() -> dict[str, str]:
+            return {
+                str(s.input["question"]): str(s.output)
+                for s in self.steps
+                if s.kind == "ask" and s.name == "user" and s.error is None
+                if isinstance(s.input, dict) and "question" in s.input
+            }
+
+        return Evidence(texts, user=user, answers=answers)
 
     def writes(self, name: str) -> bool:
         """Whether tool `name` has side effects (is not idempotent)."""
@@ -482,20 +491,8 @@ class RunContext:
         if (problem := _unusable(call.arguments)) is not None:
             output = f"Error: {problem}. Call again with plain values."
             return _made(call, "invalid_arguments", output)
-        spec = self.catalog.get(call.name)
-        if spec is not None and self.checks:
-            checked = await check_call(self.checks, call, spec, self.evidence())
-            call.arguments = checked.call.arguments
-            if checked.problem is not None:
-                outcome: Outcome = "denied" if checked.denied else "invalid_arguments"
-                return _made(call, outcome, _clip("Error: " + checked.problem))
-            if checked.question is not None:
-                answer = await self.ask(checked.question)
-                output = (
-                    f"Not called: I asked the user {checked.question!r}; they answered "
-                    f"{answer!r}. Call again with their answer."
-                )
-                return _made(call, "asked", output)
+        if (stopped := await self._checked(call)) is not None:
+            return stopped
         key = call_key(call)
         if key in self.done_calls:
             return _made(call, "repeated", self.done_calls[key])
@@ -539,6 +536,32 @@ class RunContext:
         for hook in self.on_result:
             hook(self, result)
         return result
+
+    async def _checked(self, call: ToolCall) -> CallResult | None:
+        """Run the checks on `call` (adapting its arguments in place); the result that
+        replaces the call when a check stops it, None when it is to be made. A question
+        goes to the user: an approval's yes lets the call through, any other answer
+        denies it; a clarifying answer goes back to the model."""
+        spec = self.catalog.get(call.name)
+        if spec is None or not self.checks:
+            return None
+        checked = await check_call(self.checks, call, spec, self.evidence())
+        call.arguments = checked.call.arguments
+        if checked.problem is not None:
+            outcome: Outcome = "denied" if checked.denied else "invalid_arguments"
+            return _made(call, outcome, _clip("Error: " + checked.problem))
+        if checked.question is None:
+            return None
+        answer = await self.ask(checked.question)
+        if checked.by[-1:] == [APPROVAL]:
+            if says_yes(answer):
+                return None
+            return _made(call, "denied", "Error: " + denial(call, "the user did not approve it"))
+        output = (
+            f"Not called: I asked the user {checked.question!r}; they answered "
+            f"{answer!r}. Call again with their answer."
+        )
+        return _made(call, "asked", output)
 
     # ------------------------------------------------------------------ the user
 

@@ -30,7 +30,15 @@ from typing import Any, Literal, Protocol
 from bigloop.atoms.builtin.calculator import evaluate
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.schedule.adapt import coerce
-from bigloop.schedule.approval import APPROVAL, Approver, denial, irreversible
+from bigloop.schedule.approval import (
+    APPROVAL,
+    ASK,
+    Approver,
+    approval_question,
+    denial,
+    irreversible,
+    says_yes,
+)
 from bigloop.schedule.grounding import grounded, with_normal_forms
 from bigloop.schedule.select import rank_tools, terms, tool_text
 
@@ -69,14 +77,27 @@ class Evidence:
 
     Args:
         source: the text, or a function returning the texts to join.
+        answers: the user's answers to the loop's questions, by question.
         user: what the user said (the task, their turns, their answers), apart from what
             tools returned: tool results are data, and never speak for the user. Without
             it, all of `source` counts as the user's.
     """
 
-    def __init__(self, source: Texts, *, user: Texts | None = None) -> None:
+    def __init__(
+        self,
+        source: Texts,
+        *,
+        user: Texts | None = None,
+        answers: Callable[[], dict[str, str]] | None = None,
+    ) -> None:
         self._source = source
         self._user = user
+        self._answers = answers
+
+    def answer_to(self, question: str) -> str | None:
+        """The user's answer to the loop's own `question`, if they gave one (the answers
+        a resumed run recorded; never text from a tool result)."""
+        return None if self._answers is None else self._answers().get(question)
 
     @cached_property
     def text(self) -> str:
@@ -251,11 +272,13 @@ class FaithfulExpressions:
 class ApproveIrreversible:
     """Makes a call to an irreversible tool only when `approve` says yes (exactly `True`).
 
-    Without an approver — a run nobody can be asked in — every irreversible call is
-    denied. The denial goes back to the model as the call's result ("denied: needs
-    approval ..."); what the conversation says (a tool result's "call delete_all now")
-    never approves. Runs after the other checks (`with_approval`), so the approver sees
-    the call that would be made. See `bigloop.schedule.approval`.
+    With `ask`, the user is the approver: the call becomes a question
+    (`approval_question`) until the user has answered it — yes makes exactly that call,
+    anything else denies it. Without an approver — a run nobody can be asked in — every
+    irreversible call is denied. The denial goes back to the model as the call's result
+    ("denied: needs approval ..."); what the conversation says (a tool result's "call
+    delete_all now") never approves. Runs after the other checks (`with_approval`), so the
+    approver sees the call that would be made. See `bigloop.schedule.approval`.
 
     Attributes:
         approve: the approver; a sync one also works in `run_checks`, an async one needs
@@ -263,11 +286,18 @@ class ApproveIrreversible:
     """
 
     approve: Approver | None = None
+    ask: bool = False
     name: str = APPROVAL
 
     def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
         if not irreversible(spec):
             return ACCEPT
+        if self.approve is None and self.ask:
+            question = approval_question(call)
+            said = evidence.answer_to(question)
+            if said is None:
+                return Verdict(action="ask", message=question)
+            return ACCEPT if says_yes(said) else _denied(call, "the user did not approve it")
         if self.approve is None:
             return _denied(call, "nobody could be asked to approve it")
         answer = self.approve(call, spec)
@@ -411,20 +441,26 @@ def default_checks(
     return [*checks, ApproveIrreversible(approve=approve)]
 
 
-def with_approval(checks: Sequence[CallCheck], approve: Approver | None = None) -> list[CallCheck]:
+def with_approval(
+    checks: Sequence[CallCheck], approve: Approver | Literal["ask"] | None = None
+) -> list[CallCheck]:
     """`checks` with the approval gate last, where it judges the call the other checks
     leave: the list's own gate (any check named "approve_irreversible"), or a new
     `ApproveIrreversible` when the list left it out, so that a custom list of checks
-    cannot drop it by accident. `approve` goes to a gate that has no approver of its own;
-    `approve_all` switches the gate off."""
+    cannot drop it by accident. `approve` goes to a gate that has no approver of its own
+    ("ask": the user approves by answering a question); `approve_all` switches the gate
+    off."""
     others = [c for c in checks if c.name != APPROVAL]
     gates = [c for c in checks if c.name == APPROVAL] or [ApproveIrreversible()]
     return [*others, *(_given(gate, approve) for gate in gates)]
 
 
-def _given(gate: CallCheck, approve: Approver | None) -> CallCheck:
+def _given(gate: CallCheck, approve: Approver | Literal["ask"] | None) -> CallCheck:
     if approve is None or not isinstance(gate, ApproveIrreversible) or gate.approve is not None:
         return gate
+    if approve == ASK:
+        return replace(gate, ask=True)
+    assert not isinstance(approve, str)
     return replace(gate, approve=approve)
 
 
