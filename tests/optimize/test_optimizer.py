@@ -202,7 +202,18 @@ def test_demo_sets_show_different_tools() -> None:
     for chosen in demos.demo_sets(pool, sizes=(2,), per_size=3, seed=1):
         assert {c.name for d in chosen for c in d.calls} == {"f", "g"}
     long = Demo(task="x" * 500, answer="y")
-    assert demos.demo_pool([long, None, pool[0], pool[0]]) == [pool[0]]
+    assert demos.demo_pool([long, None, pool[0], pool[0], pool[1]]) == pool[:2]
+
+
+def test_the_demo_size_limit_is_relative_to_the_benchs_own_successful_runs() -> None:
+    def demo(n: int) -> Demo:
+        return Demo(task=f"{n:03d}" + "x" * (n - 3), answer="")
+
+    several_calls = [demo(n) for n in (450, 500, 520, 600, 900)]
+    assert demos.demo_pool(several_calls) == several_calls  # all under 2 x 520
+    with_an_outlier = [demo(n) for n in (100, 120, 150, 160, 500)]
+    assert demos.demo_pool(with_an_outlier) == with_an_outlier[:4]  # 500 > 2 x 150
+    assert demos.demo_pool([]) == []
 
 
 def test_diff_names_each_change_and_the_recorded_gain() -> None:

@@ -7,25 +7,35 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 from collections.abc import Sequence
 
 from bigloop.config import Demo
 
-MAX_DEMO_CHARS = 400
-"""A demonstration longer than this (request + reply) costs more prompt than it teaches."""
+SPREAD = 2.0
+"""A demonstration more than this many times the size of the bench's typical successful
+run (the median, request + reply) costs more prompt than it teaches. Relative, because
+what is long differs by task: one call for a simple request (~200 characters), several
+for a request that names several items (~500)."""
 
 
-def demo_pool(demos: Sequence[Demo | None]) -> list[Demo]:
-    """Distinct, short demonstrations (one per request)."""
-    pool: dict[str, Demo] = {}
+def size(demo: Demo) -> int:
+    """A demonstration's length in characters: request, calls and answer."""
+    data = demo.model_dump(mode="json")
+    return len(demo.task) + len(json.dumps(data["calls"])) + len(demo.answer or "")
+
+
+def demo_pool(demos: Sequence[Demo | None], *, spread: float = SPREAD) -> list[Demo]:
+    """Distinct demonstrations (one per request), none longer than `spread` times the
+    median size of all of them."""
+    distinct: dict[str, Demo] = {}
     for demo in demos:
-        if demo is None or demo.task in pool:
-            continue
-        data = demo.model_dump(mode="json")
-        size = len(demo.task) + len(json.dumps(data["calls"])) + len(demo.answer or "")
-        if size <= MAX_DEMO_CHARS:
-            pool[demo.task] = demo
-    return list(pool.values())
+        if demo is not None and demo.task not in distinct:
+            distinct[demo.task] = demo
+    if not distinct:
+        return []
+    limit = spread * statistics.median(size(d) for d in distinct.values())
+    return [d for d in distinct.values() if size(d) <= limit]
 
 
 def demo_sets(
