@@ -43,7 +43,9 @@ def optimize(
         typer.Option(
             "--step",
             help="Run only these steps, in this order (repeatable): policies, demos, "
-            "instructions, tool_docs. Default: all four.",
+            "instructions, tool_docs, and the opt-in data (adds cases like the training "
+            "failures to the training examples of the steps after it; not with --ray). "
+            "Default: the first four.",
         ),
     ] = None,
     iterations: Annotated[
@@ -203,7 +205,7 @@ def _checked(
 ) -> list[str]:
     """The steps to run, after checking the options; a clear error for a bad one."""
     from bigloop._errors import UserError
-    from bigloop.optimize.optimizer import STEPS
+    from bigloop.optimize.optimizer import ALL_STEPS, STEPS
 
     if bench not in ("bfcl", "tasks"):
         raise UserError("Pass --bench bfcl (with --category) or --bench tasks.")
@@ -212,8 +214,8 @@ def _checked(
     if out is None:
         raise UserError("Pass --out FILE: where to write the optimized LoopConfig.")
     chosen = steps or list(STEPS)
-    if unknown := [s for s in chosen if s not in STEPS]:
-        raise UserError(f"Unknown step(s) {unknown}; choose from {', '.join(STEPS)}.")
+    if unknown := [s for s in chosen if s not in ALL_STEPS]:
+        raise UserError(f"Unknown step(s) {unknown}; choose from {', '.join(ALL_STEPS)}.")
     return chosen
 
 

@@ -14,6 +14,7 @@ Splits (the same for every optimizer and for the DSPy comparison in `bench/`):
 from __future__ import annotations
 
 import json
+import random
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from bigloop.config import LoopConfig
 from bigloop.eval.bfcl_data import Case, load_cases
 from bigloop.eval.bfcl_score import score
 from bigloop.eval.bfcl_single import loop_run, made_calls
+from bigloop.eval.bfcl_variants import number_variant
 from bigloop.eval.suite import CATEGORIES, Task, Workspace, split
 from bigloop.eval.suite.checks import Outcome as SuiteOutcome
 from bigloop.eval.suite.run import build_loop
@@ -95,7 +97,41 @@ class BfclBench:
         }
 
     def examples(self, split: Split) -> list[Example]:
-        return [Example(id=c.id, task=_request(c)) for c in self._splits[split]]
+        return [_example(c) for c in self._splits[split]]
+
+    def variants(self, example: Example, n: int, seed: int) -> list[Example]:
+        """Up to `n` new cases like a training case, its numbers changed consistently in
+        the request and the ground truth (`number_variant`), so BFCL's checker still
+        scores them; registered so `evaluate` runs them. Variant k is the same for the
+        same seed whatever `n`; duplicates are dropped, and a case with no number that can
+        be changed safely gives none.
+
+        Raises:
+            UserError: `example` is not a training case (or a variant of one): a variant
+                of a dev or test case in training would leak it.
+        """
+        case = self._trainable(example.id)
+        made: dict[str, Example] = {}
+        for k in range(n):
+            rng = random.Random(f"{seed}:{case.id}:{k}")
+            variant = number_variant(case, rng, f"{case.id}~v{k}-s{seed}")
+            if variant is None:
+                continue
+            self._cases[variant.id] = variant
+            made.setdefault(json.dumps(variant.answer, sort_keys=True), _example(variant))
+        return list(made.values())
+
+    def _trainable(self, example_id: str) -> Case:
+        base = example_id.split("~", 1)[0]
+        for name, cases in self._splits.items():
+            if name != "train" and any(c.id == base for c in cases):
+                raise UserError(
+                    f"No variants of {example_id}: it is a {name} case, and its variants "
+                    "would leak it into training. Ask only for training cases' variants."
+                )
+        if example_id not in self._cases or all(c.id != base for c in self._splits["train"]):
+            raise UserError(f"{example_id} is not a training case of {self.name}.")
+        return self._cases[example_id]
 
     async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
         case = self._cases[example.id]
@@ -207,6 +243,10 @@ def _outcome(
         mistakes=mistakes(steps),
         run_id=run.run_id,
     )
+
+
+def _example(case: Case) -> Example:
+    return Example(id=case.id, task=_request(case))
 
 
 def _request(case: Case) -> str:

@@ -1,7 +1,9 @@
 """The optimizer: a base `LoopConfig` improved step by step on a bench's dev split, each
 step a small module with one job — the schedule and policies (`search`), demonstrations
 (`demos`), instructions (`instructions`), tool documentation (`tool_docs`) — a change
-kept only when it raises the dev score. The result is the config with its provenance:
+kept only when it raises the dev score. The opt-in `data` step (`data`) changes no
+config: it adds cases like the training failures to the training list the later steps
+use. The result is the config with its provenance:
 the data, the seed, the base config, every accepted change with its dev gain, the
 Pareto front of the policy search, and what optimizing cost.
 
@@ -19,13 +21,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
 from bigloop.config import LoopConfig
-from bigloop.optimize import demos, instructions, search, tool_docs
+from bigloop.optimize import data, demos, instructions, search, tool_docs
 from bigloop.optimize.bench import Bench, Example
 from bigloop.optimize.evaluate import Evaluator, Scores, append_line, fingerprint
 
 STEPS = ("policies", "demos", "instructions", "tool_docs")
+"""The steps run by default."""
+ALL_STEPS = (*STEPS, "data")
+"""Every step; "data" only when asked for, before the steps that should use its cases."""
 
 
 @dataclass(kw_only=True)
@@ -54,12 +60,17 @@ class Optimizer:
         evaluator: scores configs on examples (and remembers them).
         reflector: the model that proposes instructions and tool docs (the embedded one
             by default; a stronger one helps).
-        steps: which of `STEPS` to run, in order.
+        steps: which of `ALL_STEPS` to run, in order.
         iterations: reflective proposals tried for the instructions.
         minibatch: training examples a proposal is first tried on (it reaches dev only
             if it beats its parent there).
         memo: a file remembering proposals, for resuming.
+        per_cluster: cases the data step makes per kind of training failure.
         log: receives one line per candidate tried and per step.
+
+    Raises:
+        UserError: the data step with an evaluator that fans out to workers (they
+            build their own bench, which lacks the cases made here).
     """
 
     def __init__(
@@ -73,8 +84,14 @@ class Optimizer:
         iterations: int = 4,
         minibatch: int = 6,
         memo: Path | None = None,
+        per_cluster: int = 4,
         log: Callable[[str], None] = lambda line: None,
     ) -> None:
+        if "data" in steps and evaluator.runner is not None:
+            raise UserError(
+                "The data step cannot run with --ray yet: the workers' benches lack the "
+                "cases it makes. Drop --ray or the data step."
+            )
         self.bench = bench
         self.evaluator = evaluator
         self.reflector = reflector
@@ -83,6 +100,7 @@ class Optimizer:
         self.iterations = iterations
         self.minibatch = minibatch
         self.memo = memo
+        self.per_cluster = per_cluster
         self.log = log
         self.reflections = 0
         self._memo = _load_memo(memo)
@@ -92,14 +110,19 @@ class Optimizer:
         started = time.perf_counter()
         parent = base.provenance
         base = base.model_copy(update={"provenance": None})
-        train, dev = self.bench.examples("train"), self.bench.examples("dev")
+        given, dev = self.bench.examples("train"), self.bench.examples("dev")
+        train = given
         current = base
         scores = await self.evaluator.score(current, dev)
         first = scores.mean
         self.log(f"base: dev {scores.right}/{len(dev)} ({scores.mean:.0%})")
         changes: list[Change] = []
         front: list[dict[str, object]] = []
+        evolved: dict[str, object] | None = None
         for step in self.steps:
+            if step == "data":
+                train, evolved = await self._data(current, train)
+                continue
             proposal = await self._step(step, current, scores, train, dev, front)
             if proposal is not None and proposal.scores.mean > scores.mean:
                 changes.append(
@@ -119,7 +142,7 @@ class Optimizer:
                 self.log(f"[{step}] nothing beat dev {scores.right}/{len(dev)}; unchanged")
         provenance = {
             "bench": self.bench.name,
-            "train": [e.id for e in train],
+            "train": [e.id for e in given],
             "dev": [e.id for e in dev],
             "seed": self.seed,
             "steps": self.steps,
@@ -143,6 +166,8 @@ class Optimizer:
             },
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        if evolved is not None:
+            provenance["data"] = evolved
         return current.model_copy(update={"provenance": provenance})
 
     async def _step(
@@ -162,7 +187,30 @@ class Optimizer:
             return await self._instructions(current, scores, train, dev)
         if step == "tool_docs":
             return await self._tool_docs(current, train, dev)
-        raise ValueError(f"Unknown step {step!r}; choose from {', '.join(STEPS)}.")
+        raise ValueError(f"Unknown step {step!r}; choose from {', '.join(ALL_STEPS)}.")
+
+    async def _data(
+        self, current: LoopConfig, train: list[Example]
+    ) -> tuple[list[Example], dict[str, object]]:
+        """The training list with cases like its failures added, and what was done."""
+        if not isinstance(self.bench, data.MakesVariants):
+            self.log(f"[data] {self.bench.name} cannot make new cases; skipped")
+            return train, {"skipped": "the bench cannot make new cases"}
+        evolved = await data.evolve(
+            self.bench,
+            self.evaluator,
+            current,
+            train,
+            per_cluster=self.per_cluster,
+            seed=self.seed,
+        )
+        for c in evolved.clusters:
+            self.log(
+                f"[data] {c.signature}: {c.failures} failures in training; "
+                f"{len(c.generated)} new cases, {c.failed} of them failed"
+            )
+        self.log(f"[data] training on {len(evolved.train)} examples (was {len(train)})")
+        return evolved.train, {"per_cluster": self.per_cluster, **evolved.provenance()}
 
     async def _policies(
         self, current: LoopConfig, dev: list[Example], front: list[dict[str, object]]
