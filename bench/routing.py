@@ -10,8 +10,8 @@ BFCL's checker. Three policies, run one after the other in this process:
 - strong: always the strong model;
 - cheap: always the cheap model;
 - cascade: the cheap model first; its reply is kept when its calls are valid and every
-  argument value is grounded in the request (`grounded_calls`), otherwise the strong
-  model answers (`CascadeModel`).
+  argument value is grounded in the conversation (`grounded_reply`, as `bigloop run
+  --escalate` uses), otherwise the strong model answers (`CascadeModel`).
 
     python bench/routing.py --n 50          # writes bench/results/routing.md and .json
     python bench/routing.py --n 25 --cheap embedded --strong coder-1.5b
@@ -27,12 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bigloop import LocalModel, ModelResponse, ToolSpec
+from bigloop import LocalModel
 from bigloop.atoms.models.spec import ModelSpec
 from bigloop.eval.bfcl_data import load_cases
 from bigloop.eval.bfcl_single import run_case
-from bigloop.schedule.clarify import grounded
-from bigloop.schedule.redundancy import CascadeModel, calls_are_valid
+from bigloop.schedule.redundancy import CascadeModel, grounded_reply
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -48,24 +47,6 @@ def smollm2_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def grounded_calls(request: str) -> Any:
-    """A cascade check: valid calls whose every string and number argument occurs in the
-    request (a small model's invented values are the usual failure)."""
-    context = request.lower()
-
-    def check(response: ModelResponse, tools: list[ToolSpec]) -> bool:
-        if not calls_are_valid(response, tools) or not response.tool_calls:
-            return False
-        for call in response.tool_calls:
-            for value in (call.arguments or {}).values():
-                if isinstance(value, str | int | float) and not isinstance(value, bool):
-                    if not grounded(value, context):
-                        return False
-        return True
-
-    return check
-
-
 async def run(
     policy: str, cases: list[Any], cheap: LocalModel, strong: LocalModel
 ) -> dict[str, Any]:
@@ -74,13 +55,12 @@ async def run(
     start = time.perf_counter()
     per_category: dict[str, list[int]] = {}
     for case in cases:
-        request = " ".join(m["content"] for m in case.messages if m["role"] == "user")
         if policy == "strong":
             model: Any = strong
         elif policy == "cheap":
             model = cheap
         else:
-            model = CascadeModel(cheap, strong, check=grounded_calls(request))
+            model = CascadeModel(cheap, strong, check=grounded_reply)
         result = await run_case(case, model, "loop")
         correct += result.valid
         per_category.setdefault(case.category, [0, 0])
@@ -134,7 +114,7 @@ async def main() -> None:
         f"Command: `python bench/routing.py {command}`. {len(cases)} cases "
         f"({args.n} simple_python, {args.n} multiple), loop mode, BFCL's checker. Strong: "
         f"{strong.name}; cheap: {cheap.name}; cascade: cheap first, escalated when its "
-        "calls are invalid or use values the request never states.",
+        "calls are invalid, use values nobody said, or it answers before any tool ran.",
         "",
         "| policy | accuracy | simple_python | multiple | total s | time vs strong "
         "| cases escalated |",

@@ -17,6 +17,7 @@ def test_defaults_are_the_cli_defaults() -> None:
     assert config.model_dump() == {
         "model": "embedded",
         "base_url": None,
+        "escalate": None,
         "tools": None,
         "files": None,
         "db": None,

@@ -74,11 +74,20 @@ def run(
         typer.Option(
             "--model",
             "-m",
-            help="'embedded' (default), a .gguf path, or a server's "
-            "model name together with --base-url.",
+            help="'embedded' (default), an installable model (coder-1.5b), a .gguf path, "
+            "or a server's model name together with --base-url.",
         ),
     ] = None,
     base_url: BaseUrlOpt = None,
+    escalate: Annotated[
+        str | None,
+        typer.Option(
+            "--escalate",
+            help="A stronger local model (e.g. coder-1.5b) that takes a turn over when the "
+            "model's reply has invalid calls, values nobody said, or an answer before any "
+            "tool ran (cheap/strong cascade).",
+        ),
+    ] = None,
     tools: Annotated[
         str | None,
         typer.Option(
@@ -180,6 +189,7 @@ def run(
     given = {
         "model": model,
         "base_url": base_url,
+        "escalate": escalate,
         "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
         "files": str(files) if files else None,
         "db": str(db) if db else None,

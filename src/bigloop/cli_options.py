@@ -13,8 +13,8 @@ ModelOpt = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="'embedded' (default), a .gguf path, or a server's "
-        "model name together with --base-url.",
+        help="'embedded' (default), an installable model (coder-1.5b), a .gguf path, "
+        "or a server's model name together with --base-url.",
     ),
 ]
 BaseUrlOpt = Annotated[

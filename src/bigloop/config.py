@@ -70,7 +70,12 @@ class LoopConfig(BaseModel):
     """A loop as data, JSON-serialisable.
 
     Attributes:
-        model: "embedded", a .gguf path, or a server's model name with `base_url`.
+        model: "embedded", an installable model's short name ("coder-1.5b"), a .gguf
+            path, or a server's model name with `base_url`.
+        escalate: a stronger local model ("coder-1.5b", a .gguf path) that takes a model
+            turn over when `model`'s reply has invalid calls, values nobody said, or an
+            answer before any tool ran (`CascadeModel` with `grounded_reply`); None: no
+            escalation.
         base_url: an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1".
         tools: names of built-in tools; None offers `builtin.default_tools()`.
         files: let the loop read the files under this folder.
@@ -110,6 +115,7 @@ class LoopConfig(BaseModel):
 
     model: str = "embedded"
     base_url: str | None = None
+    escalate: str | None = None
     tools: list[str] | None = None
     files: str | None = None
     db: str | None = None
@@ -209,18 +215,25 @@ class LoopConfig(BaseModel):
             raise UserError(f"Cannot write config file {path}: {e.strerror}.") from None
 
     def with_absolute_paths(self) -> LoopConfig:
-        """This config with `files`, `db` and a .gguf `model` as absolute paths, relative
-        ones taken from the current folder. A run stores its config so; a resume started
-        from another folder then uses the same files."""
+        """This config with `files`, `db` and a .gguf `model` or `escalate` as absolute
+        paths, relative ones taken from the current folder. A run stores its config so; a
+        resume started from another folder then uses the same files."""
 
         def absolute(path: str | None) -> str | None:
             return None if path is None else str(Path(path).expanduser().resolve())
 
-        model = self.model
+        model, escalate = self.model, self.escalate
         if model.endswith(".gguf") and self.base_url is None:
             model = absolute(model) or model
+        if escalate and escalate.endswith(".gguf"):
+            escalate = absolute(escalate)
         return self.model_copy(
-            update={"files": absolute(self.files), "db": absolute(self.db), "model": model}
+            update={
+                "files": absolute(self.files),
+                "db": absolute(self.db),
+                "model": model,
+                "escalate": escalate,
+            }
         )
 
     def instructions(self) -> str | None:
@@ -247,7 +260,13 @@ class LoopConfig(BaseModel):
         """
         from bigloop.atoms.models.spec import ModelSpec
 
-        return ModelSpec(name=self.model, base_url=self.base_url).build()
+        model = ModelSpec(name=self.model, base_url=self.base_url).build()
+        if self.escalate is None:
+            return model
+        from bigloop.schedule.redundancy import CascadeModel, grounded_reply
+
+        strong = ModelSpec(name=self.escalate).build()
+        return CascadeModel(model, strong, check=grounded_reply)
 
     def build_tools(self) -> list[Tool]:
         """The named built-in tools (or the defaults), plus file and SQLite tools when

@@ -157,3 +157,54 @@ def test_fallback_chain_reports_every_failure() -> None:
     chain = FallbackModel([ScriptedModel([], name="a"), ScriptedModel([], name="b")])
     with pytest.raises(ModelUnavailable, match=r"a: .*; b: "):
         asyncio.run(chain.chat([Message(role="user", content="x")], []))
+
+
+def test_grounded_reply_escalates_invented_values_and_answers_from_memory() -> None:
+    from bigloop.atoms.models.base import ModelResponse, ToolCall
+    from bigloop.atoms.models.prompts import LOOP_NOTE
+    from bigloop.schedule.redundancy import grounded_reply
+
+    spec = ToolSpec(
+        name="weather",
+        description="Weather of a city.",
+        parameters={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    )
+
+    def call(city: object) -> ModelResponse:
+        return ModelResponse(
+            tool_calls=[ToolCall(id="1", name="weather", arguments={"city": city})]
+        )
+
+    asked = user("Is it raining in Oslo?")
+    assert grounded_reply(call("Oslo"), [spec], asked)
+    assert not grounded_reply(call("Rome"), [spec], asked)  # nobody said Rome
+    assert not grounded_reply(call(3), [spec], asked)  # not valid for the schema
+    assert not grounded_reply(ModelResponse(text="Yes."), [spec], asked)  # from memory
+    assert grounded_reply(ModelResponse(text="Yes."), [], asked)  # no tools: fine
+    after = [*asked, Message(role="tool", content="Rain, 4 °C; next: Bergen", tool_call_id="1")]
+    assert grounded_reply(ModelResponse(text="Yes, 4 °C."), [spec], after)
+    assert grounded_reply(call("Bergen"), [spec], after)  # a tool said it
+    refused = [
+        *asked,
+        Message(role="tool", content="Error: city='Rome' appears nowhere", tool_call_id="1"),
+        Message(role="user", content="Use Paris then.", name=LOOP_NOTE),
+    ]
+    assert not grounded_reply(call("Rome"), [spec], refused)  # quoted by an error
+    assert not grounded_reply(call("Paris"), [spec], refused)  # the loop's note
+
+
+def test_a_config_with_escalate_builds_a_cheap_strong_cascade(tmp_path: Path) -> None:
+    from bigloop.config import LoopConfig
+
+    strong = tmp_path / "strong.gguf"
+    strong.write_bytes(b"")
+    model = LoopConfig(escalate=str(strong)).build_model()  # nothing loads until a chat
+    assert isinstance(model, CascadeModel)
+    assert model.strong.name == "strong.gguf"
+    assert model.cheap.name == LoopConfig().build_model().name
+    absolute = LoopConfig(escalate="x/strong.gguf").with_absolute_paths().escalate
+    assert absolute == str((Path.cwd() / "x/strong.gguf").resolve())

@@ -6,7 +6,8 @@
 - `HedgedModel` sends a critical request to a second model when the first is slow and
   takes the first valid reply.
 - `CascadeModel` asks a cheap model first and escalates to a strong one when the cheap
-  reply does not pass a check (cheap/strong routing; default check: `calls_are_valid`).
+  reply does not pass a check (cheap/strong routing; default check: `calls_are_valid`;
+  `grounded_reply` also escalates invented values and answers from memory).
 
 Each wrapper is itself a `ChatModel` and keeps no per-call state, so one wrapper can serve
 concurrent runs. What happened in a call is reported on the reply it returns:
@@ -35,10 +36,13 @@ from bigloop.atoms.models.base import (
 from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.schema import schema_problems
 from bigloop.schedule.call import MODEL_MISTAKES
+from bigloop.schedule.grounding import grounded
 from bigloop.schedule.route import Constraints, Weights, route
 from bigloop.trace.records import RunResult, Step
 
-Check = Callable[[ModelResponse, list[ToolSpec]], bool]
+Check = Callable[[ModelResponse, list[ToolSpec], list[Message]], bool]
+"""A cascade check: does this reply to these messages, offering these tools, need no
+escalation?"""
 
 
 class RouteLearner(Protocol):
@@ -56,9 +60,6 @@ class LearnsFromRuns(Protocol):
     result as soon as a run ends (`RoutedModel` with a learner)."""
 
     def observe_run(self, result: RunResult) -> None: ...
-
-
-"""A cascade check: does this reply to a request offering these tools need no escalation?"""
 
 
 class FallbackModel:
@@ -262,7 +263,9 @@ def _request(messages: list[Message]) -> str:
     return ""
 
 
-def calls_are_valid(response: ModelResponse, tools: list[ToolSpec]) -> bool:
+def calls_are_valid(
+    response: ModelResponse, tools: list[ToolSpec], messages: list[Message] | None = None
+) -> bool:
     """The default cascade check: a readable reply whose calls name offered tools with
     arguments that satisfy their schemas."""
     if response.error:
@@ -271,6 +274,31 @@ def calls_are_valid(response: ModelResponse, tools: list[ToolSpec]) -> bool:
     return all(
         c.name in specs and not schema_problems(c.arguments, specs[c.name].parameters)
         for c in response.tool_calls
+    )
+
+
+def grounded_reply(response: ModelResponse, tools: list[ToolSpec], messages: list[Message]) -> bool:
+    """A stricter cascade check, for a small model's usual failures: valid calls whose
+    every string and number argument comes from what the user and the tools have said
+    (`grounded`; not the loop's notes or error messages, which quote what they refuse),
+    and no answer before any tool has been called when tools are offered (an answer
+    from memory)."""
+    if not calls_are_valid(response, tools):
+        return False
+    said = [
+        m.content
+        for m in messages
+        if (m.role == "user" and m.name != LOOP_NOTE)
+        or (m.role == "tool" and not m.content.startswith("Error"))
+    ]  # the loop's own notes and error messages quote the values they refuse
+    context = " ".join(said).lower()
+    if not response.tool_calls:
+        return not tools or any(m.role == "tool" for m in messages)
+    return all(
+        grounded(value, context)
+        for call in response.tool_calls
+        for value in (call.arguments or {}).values()
+        if isinstance(value, str | int | float) and not isinstance(value, bool)
     )
 
 
@@ -302,7 +330,7 @@ class CascadeModel:
         self.calls += 1
         try:
             response = await self.cheap.chat(messages, tools, settings)
-            if self.check(response, tools):
+            if self.check(response, tools, messages):
                 return _answered(response, self.cheap.name)
         except ModelUnavailable:
             pass
