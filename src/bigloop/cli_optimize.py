@@ -99,6 +99,14 @@ def optimize(
         ),
     ] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Ray workers.")] = 2,
+    strong: Annotated[
+        str | None,
+        typer.Option(
+            "--strong",
+            help="Also try escalating turns to this stronger local model (e.g. coder-1.5b) "
+            "in the policy search (`escalate`); its seconds count on the Pareto front.",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Optimize a loop on BFCL or the task suite. Example:
@@ -138,6 +146,8 @@ def optimize(
         if bench == "bfcl"
         else {"bench": "tasks"}
     )
+    if strong:
+        described["strong"] = strong
     chosen: Any = build_bench(described, loop_model, store)
     runner = None
     if ray_address:

@@ -513,3 +513,21 @@ def test_the_optimizer_merges_two_complementary_proposals_when_dev_rises(
     )
     result = asyncio.run(optimizer.run(LoopConfig()))
     assert result.system == "Rules:\n- LOW numbers rule\n- HIGH numbers rule"
+
+
+def test_a_strong_model_is_a_knob_of_the_policy_search(tmp_path: Path) -> None:
+    from bigloop.eval.benches import build_bench
+    from bigloop.schedule.redundancy import CascadeModel
+
+    strong = tmp_path / "strong.gguf"
+    strong.write_bytes(b"")  # nothing loads until a chat
+    cheap = FunctionModel(lambda m, t: "{}")
+    spec = {"bench": "bfcl", "category": "simple_python", "train": 2, "dev": 2, "test": 1}
+    bench = build_bench({**spec, "strong": str(strong)}, cheap, TraceStore(tmp_path / "t.db"))
+    assert bench.knobs()[-1] == {"escalate": str(strong)}
+    assert bench.model_for(LoopConfig()) is cheap
+    cascade = bench.model_for(LoopConfig(escalate=str(strong)))
+    assert isinstance(cascade, CascadeModel) and cascade.cheap is cheap
+    assert bench.model_for(LoopConfig(escalate=str(strong))) is cascade  # built once
+    plain = build_bench(spec, cheap, TraceStore(tmp_path / "u.db"))
+    assert not any("escalate" in k for k in plain.knobs())

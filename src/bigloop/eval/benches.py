@@ -54,7 +54,33 @@ SUITE_KNOBS: list[dict[str, object]] = [
 ]
 
 
-class BfclBench:
+class _Models:
+    """The model a config runs: the bench's own, or — when the config sets `escalate` —
+    a cascade from it to that stronger model (built once per name). With `strong` set,
+    escalating to it is one more knob of the policy search."""
+
+    model: ChatModel
+    strong: str | None = None
+    _cascades: dict[str, ChatModel]
+
+    def model_for(self, config: LoopConfig) -> ChatModel:
+        if config.escalate is None:
+            return self.model
+        if not hasattr(self, "_cascades"):
+            self._cascades = {}
+        if config.escalate not in self._cascades:
+            from bigloop.atoms.models.spec import ModelSpec
+            from bigloop.schedule.redundancy import CascadeModel, grounded_reply
+
+            strong = ModelSpec(name=config.escalate).build()
+            self._cascades[config.escalate] = CascadeModel(self.model, strong, check=grounded_reply)
+        return self._cascades[config.escalate]
+
+    def _knobs(self, base: list[dict[str, object]]) -> list[dict[str, object]]:
+        return base + ([{"escalate": self.strong}] if self.strong else [])
+
+
+class BfclBench(_Models):
     """A single-turn BFCL category, scored by BFCL's checker."""
 
     def __init__(
@@ -136,7 +162,7 @@ class BfclBench:
     async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
         case = self._cases[example.id]
         start = time.perf_counter()
-        run = await loop_run(case, self.model, case.tools, 2, config, self.store)
+        run = await loop_run(case, self.model_for(config), case.tools, 2, config, self.store)
         seconds = time.perf_counter() - start
         calls = [] if run.status == "failed" else made_calls(run)
         verdict = score(case, calls)
@@ -152,10 +178,10 @@ class BfclBench:
         return []  # each case has its own functions
 
     def knobs(self) -> list[dict[str, object]]:
-        return BFCL_KNOBS
+        return self._knobs(BFCL_KNOBS)
 
 
-class SuiteBench:
+class SuiteBench(_Models):
     """The everyday-task suite, each task with its own tools over a generated workspace."""
 
     def __init__(self, model: ChatModel, store: TraceStore) -> None:
@@ -185,7 +211,8 @@ class SuiteBench:
 
     async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
         task = self._tasks[example.id]
-        loop = build_loop(self.model, self.workspace.tools(task.tools), config, self.store)
+        model = self.model_for(config)
+        loop = build_loop(model, self.workspace.tools(task.tools), config, self.store)
         start = time.perf_counter()
         run = await loop.run(task.text)
         seconds = time.perf_counter() - start
@@ -203,19 +230,24 @@ class SuiteBench:
         ]
 
     def knobs(self) -> list[dict[str, object]]:
-        return SUITE_KNOBS
+        return self._knobs(SUITE_KNOBS)
 
 
 def build_bench(
     spec: dict[str, Any], model: ChatModel, store: TraceStore
 ) -> BfclBench | SuiteBench:
     """A bench from its description: {"bench": "bfcl", "category": C, "train": N,
-    "dev": N, "test": N} or {"bench": "tasks"} (how Ray workers rebuild the bench)."""
+    "dev": N, "test": N} or {"bench": "tasks"}, either with an optional "strong" model
+    name (`_Models.strong`) (how Ray workers rebuild the bench)."""
+    bench: BfclBench | SuiteBench
     if spec["bench"] == "bfcl":
-        return BfclBench(
+        bench = BfclBench(
             spec["category"], model, store, train=spec["train"], dev=spec["dev"], test=spec["test"]
         )
-    return SuiteBench(model, store)
+    else:
+        bench = SuiteBench(model, store)
+    bench.strong = spec.get("strong")
+    return bench
 
 
 def _outcome(
