@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,23 @@ def test_command_runs_the_selected_tasks_and_writes_the_table(
     assert table in capsys.readouterr().out
     assert "| **all** | **2/3** | **67%** |" in table and "| 0/2 (0%) | 1/1 (100%) |" in table
     assert json.loads((tmp_path / "run.config.json").read_text())["model"] == "function"
+
+
+def test_a_cascade_reports_which_model_wrote_each_turn(tmp_path: Path) -> None:
+    from bigloop.schedule.redundancy import CascadeModel, grounded_reply
+
+    cheap = FunctionModel(lambda m, t: json.dumps({"answer": "1000"}), name="cheap")
+    strong = FunctionModel(reply, name="strong")
+    cascade = CascadeModel(cheap, strong, check=grounded_reply)
+    results = run_suite(cascade, TASKS[:1], LoopConfig(), tmp_path / "s.jsonl")
+    # an answer before any tool ran goes to the strong model (which calls the tool);
+    # once a tool has run, the cheap model's answer stands (the loop's checks apply)
+    assert results[0].answered_by == ["strong", "cheap"]
+    assert results[0].tools_called == ["calculator"]
+    summary = summarize(results)
+    assert summary.turns_by_model == {"strong": 1, "cheap": 1}
+    assert "Model turns by the model that wrote them: strong 1, cheap 1." in markdown(
+        summary, title="cascade"
+    )
+    alone = [replace(results[0], answered_by=["cheap"])]
+    assert summarize(alone).turns_by_model is None  # one model: no line

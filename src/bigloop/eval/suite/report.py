@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 from .run import Result
@@ -29,6 +30,8 @@ class Summary:
     mean_tokens: float
     false_asks: tuple[int, int]
     missed_asks: tuple[int, int]
+    turns_by_model: dict[str, int] | None = None
+    """Model turns per model that wrote them, when more than one did (a cascade)."""
 
     @property
     def accuracy(self) -> float:
@@ -53,6 +56,7 @@ def summarize(results: list[Result]) -> Summary:
     complete = [r for r in results if r.category != "missing_value"]
     lacking = [r for r in results if r.category == "missing_value"]
     seconds = [r.seconds for r in results]
+    by_model = Counter(name for r in results for name in r.answered_by)
     return Summary(
         tasks=n,
         passed=sum(r.passed for r in results),
@@ -63,6 +67,7 @@ def summarize(results: list[Result]) -> Summary:
         mean_tokens=sum(r.tokens for r in results) / n if n else 0.0,
         false_asks=(sum(r.asked for r in complete), len(complete)),
         missed_asks=(sum(not r.asked for r in lacking), len(lacking)),
+        turns_by_model=dict(by_model.most_common()) if len(by_model) > 1 else None,
     )
 
 
@@ -87,4 +92,11 @@ def markdown(summary: Summary, *, title: str) -> str:
         "False asks: tasks that have every value they need but ended with a question. "
         "Missed asks: missing_value tasks answered without asking.",
     ]
+    if summary.turns_by_model:
+        lines += [
+            "",
+            "Model turns by the model that wrote them: "
+            + ", ".join(f"{name} {k}" for name, k in summary.turns_by_model.items())
+            + ".",
+        ]
     return "\n".join(lines) + "\n"

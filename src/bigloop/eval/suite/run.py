@@ -58,6 +58,8 @@ class Result:
     error: str | None = None
     trace: list[list[object]] = field(default_factory=list)
     """[kind, name, input, output (cut), error] per step, to read failures."""
+    answered_by: list[str] = field(default_factory=list)
+    """Per model turn, the model that wrote it (a cascade's cheap or strong model)."""
 
     @property
     def tokens(self) -> int:
@@ -172,6 +174,11 @@ async def run_tasks(
                 asked=outcome.asked,
                 seconds=round(seconds, 3),
                 model_turns=sum(s.kind == "model" for s in run.steps),
+                answered_by=[
+                    str(s.input.get("answered_by") or s.name)
+                    for s in run.steps
+                    if s.kind == "model" and isinstance(s.input, dict)
+                ],
                 tool_calls=len(outcome.tools_called),
                 tools_called=list(outcome.tools_called),
                 prompt_tokens=run.usage.prompt_tokens,
