@@ -552,6 +552,12 @@ def eval_bfcl(
     spec = ModelSpec(name=model, base_url=base_url)
     loop_config = LoopConfig.load(config_path) if config_path else None
     chosen = spec.build()
+    looped = loop_config.escalating(chosen) if loop_config else chosen  # raw: never
+    if loop_config and loop_config.escalate and ray_address:
+        raise UserError(
+            f"--ray with {config_path}: its escalate ({loop_config.escalate}) runs in this "
+            "process only; drop --ray or the file's escalate."
+        )
     scores: dict[str, dict[str, Any]] = {}
     console = report.make_console(stderr=True)
     with Progress(
@@ -582,7 +588,7 @@ def eval_bfcl(
                 results = asyncio.run(
                     run_category(
                         cases,
-                        chosen,
+                        looped if m != "raw" else chosen,
                         cast("Mode", m),
                         path,
                         workers=workers,

@@ -146,8 +146,9 @@ def optimize(
         if bench == "bfcl"
         else {"bench": "tasks"}
     )
-    if strong:
-        described["strong"] = strong
+    if strong:  # checked now, not halfway through the search; a path made absolute
+        described["strong"] = LoopConfig(escalate=strong).with_absolute_paths().escalate
+        LoopConfig(escalate=described["strong"]).escalating(loop_model)
     chosen: Any = build_bench(described, loop_model, store)
     runner = None
     if ray_address:

@@ -260,12 +260,24 @@ class LoopConfig(BaseModel):
         """
         from bigloop.atoms.models.spec import ModelSpec
 
-        model = ModelSpec(name=self.model, base_url=self.base_url).build()
+        return self.escalating(ModelSpec(name=self.model, base_url=self.base_url).build())
+
+    def escalating(self, model: ChatModel) -> ChatModel:
+        """`model`, or — with `escalate` set — a cascade from it to that stronger model
+        (`CascadeModel` with `grounded_reply`).
+
+        Raises:
+            UserError: `escalate` names no installable model or .gguf file.
+        """
         if self.escalate is None:
             return model
+        from bigloop.atoms.models.spec import ModelSpec
         from bigloop.schedule.redundancy import CascadeModel, grounded_reply
 
-        strong = ModelSpec(name=self.escalate).build()
+        try:
+            strong = ModelSpec(name=self.escalate).build()
+        except UserError as e:
+            raise UserError(f"escalate: {e}".replace("--model", "--escalate")) from None
         return CascadeModel(model, strong, check=grounded_reply)
 
     def build_tools(self) -> list[Tool]:

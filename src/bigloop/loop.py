@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from bigloop._errors import BigloopError, BudgetExceeded, InputRequired, RunFailure, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCall, ToolSpec
-from bigloop.atoms.models.prompts import LOOP_NOTE
+from bigloop.atoms.models.prompts import LOOP_NOTE, USER_ANSWERED
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
 from bigloop.registry import Registry, RegistrySearch, find_tools_tool
@@ -284,7 +284,7 @@ class Loop:
         ctx.intents = self.store.intents(summary.run_id)
         if summary.status == "input_required" and answer is not None:
             question = summary.error or ""
-            note = f"Answer to the question {question!r}: {answer}"
+            note = USER_ANSWERED.format(question=question, answer=answer)
             message = Message(role="user", content=note, name=LOOP_NOTE)
             ctx.messages.append(message)
             step = Step(

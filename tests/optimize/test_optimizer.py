@@ -531,3 +531,12 @@ def test_a_strong_model_is_a_knob_of_the_policy_search(tmp_path: Path) -> None:
     assert bench.model_for(LoopConfig(escalate=str(strong))) is cascade  # built once
     plain = build_bench(spec, cheap, TraceStore(tmp_path / "u.db"))
     assert not any("escalate" in k for k in plain.knobs())
+
+
+def test_configs_without_escalate_keep_the_fingerprints_of_earlier_runs() -> None:
+    from bigloop.optimize.evaluate import fingerprint
+
+    # committed evaluations (bench/results/optimize/*.work) are found by this key; a
+    # field added to LoopConfig must leave it alone while unset
+    assert fingerprint(LoopConfig()) == "984df881e6017948"
+    assert fingerprint(LoopConfig(escalate="coder-1.5b")) != fingerprint(LoopConfig())

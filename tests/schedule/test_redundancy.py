@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from bigloop import (
     ScriptedModel,
     ToolSpec,
     TraceStore,
+    UserError,
     tool,
 )
 from bigloop.schedule.redundancy import CascadeModel, FallbackModel, HedgedModel, RoutedModel
@@ -161,7 +163,7 @@ def test_fallback_chain_reports_every_failure() -> None:
 
 def test_grounded_reply_escalates_invented_values_and_answers_from_memory() -> None:
     from bigloop.atoms.models.base import ModelResponse, ToolCall
-    from bigloop.atoms.models.prompts import LOOP_NOTE
+    from bigloop.atoms.models.prompts import LOOP_NOTE, USER_ANSWERED
     from bigloop.schedule.redundancy import grounded_reply
 
     spec = ToolSpec(
@@ -195,6 +197,75 @@ def test_grounded_reply_escalates_invented_values_and_answers_from_memory() -> N
     ]
     assert not grounded_reply(call("Rome"), [spec], refused)  # quoted by an error
     assert not grounded_reply(call("Paris"), [spec], refused)  # the loop's note
+    again = [
+        *asked,
+        Message(role="tool", content="You already made this call ('Rome')", tool_call_id="2"),
+    ]
+    assert not grounded_reply(call("Rome"), [spec], again)
+    answered = [
+        *asked,
+        Message(
+            role="user",
+            content=USER_ANSWERED.format(question="Which city?", answer="Lima"),
+            name=LOOP_NOTE,
+        ),
+    ]
+    assert grounded_reply(call("Lima"), [spec], answered)  # the user's answer on resume
+    cities = ToolSpec(
+        name="weather",
+        description="Weather of cities.",
+        parameters={
+            "type": "object",
+            "properties": {"cities": {"type": "array", "items": {"type": "string"}}},
+        },
+    )
+    several = ModelResponse(
+        tool_calls=[ToolCall(id="1", name="weather", arguments={"cities": ["Oslo", "Rome"]})]
+    )
+    assert not grounded_reply(several, [cities], asked)  # Rome, inside a list
+
+
+class Continues:
+    """A model that continues a reply with a call to `weather` for `city`."""
+
+    def __init__(self, name: str, city: str) -> None:
+        self.name, self.city, self.asked = name, city, 0
+        self.card = AtomCard(name=name, kind="model")
+
+    async def chat(self, messages: Any, tools: Any, settings: Any = None) -> Any:
+        raise AssertionError("only next_call is used here")
+
+    async def next_call(self, messages: Any, tools: Any, calls: Any, settings: Any = None) -> Any:
+        from bigloop.atoms.models.base import ModelResponse, ToolCall
+
+        self.asked += 1
+        call = ToolCall(id="2", name="weather", arguments={"city": self.city})
+        return ModelResponse(tool_calls=[call])
+
+
+def test_a_cascade_continues_a_reply_with_the_cheap_model_unless_its_call_fails() -> None:
+    from bigloop.atoms.models.base import CallContinuation
+    from bigloop.schedule.redundancy import grounded_reply
+
+    spec = ToolSpec(
+        name="weather",
+        description="Weather of a city.",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+    )
+    asked = user("Weather in Oslo and Lima?")
+    good = CascadeModel(
+        Continues("cheap", "Lima"), Continues("strong", "Lima"), check=grounded_reply
+    )
+    assert isinstance(good, CallContinuation)  # so the loop's more_calls stays on
+    reply = asyncio.run(good.next_call(asked, [spec], []))
+    assert reply.answered_by == "cheap" and good.escalated == 0
+    bad = CascadeModel(
+        Continues("cheap", "Rome"), Continues("strong", "Lima"), check=grounded_reply
+    )
+    reply = asyncio.run(bad.next_call(asked, [spec], []))
+    assert reply.answered_by == "strong" and reply.tool_calls[0].arguments == {"city": "Lima"}
+    plain = CascadeModel(ScriptedModel([], name="cheap"), Continues("strong", "Lima"))
+    assert asyncio.run(plain.next_call(asked, [spec], [])).answered_by == "strong"
 
 
 def test_a_config_with_escalate_builds_a_cheap_strong_cascade(tmp_path: Path) -> None:
@@ -208,3 +279,5 @@ def test_a_config_with_escalate_builds_a_cheap_strong_cascade(tmp_path: Path) ->
     assert model.cheap.name == LoopConfig().build_model().name
     absolute = LoopConfig(escalate="x/strong.gguf").with_absolute_paths().escalate
     assert absolute == str((Path.cwd() / "x/strong.gguf").resolve())
+    with pytest.raises(UserError, match="--escalate 'coder-15b'"):
+        LoopConfig(escalate="coder-15b").build_model()

@@ -59,21 +59,16 @@ class _Models:
     a cascade from it to that stronger model (built once per name). With `strong` set,
     escalating to it is one more knob of the policy search."""
 
-    model: ChatModel
-    strong: str | None = None
-    _cascades: dict[str, ChatModel]
+    def __init__(self, model: ChatModel, strong: str | None) -> None:
+        self.model = model
+        self.strong = strong
+        self._cascades: dict[str, ChatModel] = {}
 
     def model_for(self, config: LoopConfig) -> ChatModel:
         if config.escalate is None:
             return self.model
-        if not hasattr(self, "_cascades"):
-            self._cascades = {}
         if config.escalate not in self._cascades:
-            from bigloop.atoms.models.spec import ModelSpec
-            from bigloop.schedule.redundancy import CascadeModel, grounded_reply
-
-            strong = ModelSpec(name=config.escalate).build()
-            self._cascades[config.escalate] = CascadeModel(self.model, strong, check=grounded_reply)
+            self._cascades[config.escalate] = config.escalating(self.model)
         return self._cascades[config.escalate]
 
     def _knobs(self, base: list[dict[str, object]]) -> list[dict[str, object]]:
@@ -92,7 +87,9 @@ class BfclBench(_Models):
         train: int,
         dev: int,
         test: int = TEST_BLOCK,
+        strong: str | None = None,
     ) -> None:
+        super().__init__(model, strong)
         cases = load_cases(category)
         end = TEST_BLOCK + train + dev
         if test > TEST_BLOCK:
@@ -113,7 +110,6 @@ class BfclBench(_Models):
                 f"Ask for at most {room} together."
             )
         self.name = f"bfcl:{category}"
-        self.model = model
         self.store = store
         self._cases = {c.id: c for c in cases}
         self._splits: dict[Split, list[Case]] = {
@@ -184,9 +180,9 @@ class BfclBench(_Models):
 class SuiteBench(_Models):
     """The everyday-task suite, each task with its own tools over a generated workspace."""
 
-    def __init__(self, model: ChatModel, store: TraceStore) -> None:
+    def __init__(self, model: ChatModel, store: TraceStore, *, strong: str | None = None) -> None:
+        super().__init__(model, strong)
         self.name = "tasks"
-        self.model = model
         self.store = store
         self._tmp = tempfile.TemporaryDirectory(prefix="bigloop-optimize-")
         self.workspace = Workspace.create(Path(self._tmp.name))
@@ -239,15 +235,18 @@ def build_bench(
     """A bench from its description: {"bench": "bfcl", "category": C, "train": N,
     "dev": N, "test": N} or {"bench": "tasks"}, either with an optional "strong" model
     name (`_Models.strong`) (how Ray workers rebuild the bench)."""
-    bench: BfclBench | SuiteBench
+    strong = spec.get("strong")
     if spec["bench"] == "bfcl":
-        bench = BfclBench(
-            spec["category"], model, store, train=spec["train"], dev=spec["dev"], test=spec["test"]
+        return BfclBench(
+            spec["category"],
+            model,
+            store,
+            train=spec["train"],
+            dev=spec["dev"],
+            test=spec["test"],
+            strong=strong,
         )
-    else:
-        bench = SuiteBench(model, store)
-    bench.strong = spec.get("strong")
-    return bench
+    return SuiteBench(model, store, strong=strong)
 
 
 def _outcome(

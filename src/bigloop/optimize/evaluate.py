@@ -24,9 +24,8 @@ def fingerprint(config: LoopConfig) -> str:
     """What identifies a config's behaviour: every field but its provenance."""
     data = config.model_dump(mode="json", exclude={"provenance"})
     data["off"] = sorted(data["off"])
-    for field in ("escalate",):  # fields added later: unset, they keep old fingerprints
-        if data.get(field) is None:
-            data.pop(field, None)
+    if data["escalate"] is None:  # added later: unset, it keeps the old fingerprints
+        del data["escalate"]
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -27,13 +27,15 @@ from typing import Protocol, runtime_checkable
 from bigloop._errors import ModelUnavailable, UserError
 from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import (
+    CallContinuation,
     ChatModel,
     Message,
     ModelResponse,
     ModelSettings,
+    ToolCall,
     ToolSpec,
 )
-from bigloop.atoms.models.prompts import LOOP_NOTE
+from bigloop.atoms.models.prompts import LOOP_NOTE, USER_ANSWERED
 from bigloop.atoms.schema import schema_problems
 from bigloop.schedule.call import MODEL_MISTAKES
 from bigloop.schedule.grounding import grounded
@@ -279,27 +281,45 @@ def calls_are_valid(
 
 def grounded_reply(response: ModelResponse, tools: list[ToolSpec], messages: list[Message]) -> bool:
     """A stricter cascade check, for a small model's usual failures: valid calls whose
-    every string and number argument comes from what the user and the tools have said
-    (`grounded`; not the loop's notes or error messages, which quote what they refuse),
-    and no answer before any tool has been called when tools are offered (an answer
-    from memory)."""
+    every string and number argument (in lists and objects too) comes from what the user
+    and the tools have said (`grounded`; not the loop's notes or refusals, which quote
+    what they refuse, but the user's answers given on resume), and no answer before any
+    tool has been called when tools are offered (an answer from memory)."""
     if not calls_are_valid(response, tools):
         return False
-    said = [
-        m.content
-        for m in messages
-        if (m.role == "user" and m.name != LOOP_NOTE)
-        or (m.role == "tool" and not m.content.startswith("Error"))
-    ]  # the loop's own notes and error messages quote the values they refuse
-    context = " ".join(said).lower()
     if not response.tool_calls:
         return not tools or any(m.role == "tool" for m in messages)
+    context = " ".join(_said(messages)).lower()
     return all(
         grounded(value, context)
         for call in response.tool_calls
-        for value in (call.arguments or {}).values()
-        if isinstance(value, str | int | float) and not isinstance(value, bool)
+        for value in _scalars(call.arguments)
     )
+
+
+_ANSWERED = USER_ANSWERED.split("{", 1)[0]
+_REFUSED = ("Error", "You already made")
+
+
+def _said(messages: list[Message]) -> list[str]:
+    """What the user and the tools said (not the loop's own notes or refusals)."""
+    return [
+        m.content
+        for m in messages
+        if (m.role == "user" and (m.name != LOOP_NOTE or m.content.startswith(_ANSWERED)))
+        or (m.role == "tool" and not m.content.startswith(_REFUSED))
+    ]
+
+
+def _scalars(value: object) -> list[str | int | float]:
+    """The strings and numbers in `value`, through lists and objects (not booleans)."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _scalars(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _scalars(v)]
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return [value]
+    return []
 
 
 class CascadeModel:
@@ -336,6 +356,26 @@ class CascadeModel:
             pass
         self.escalated += 1
         return _answered(await self.strong.chat(messages, tools, settings), self.strong.name)
+
+    async def next_call(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        calls: list[ToolCall],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        """One more call after `calls` (`CallContinuation`): the cheap model's when it can
+        continue and its call passes the check, else the strong model's; no call (an
+        empty reply) when neither can continue."""
+        if isinstance(self.cheap, CallContinuation):
+            response = await self.cheap.next_call(messages, tools, calls, settings)
+            if not response.tool_calls or self.check(response, tools, messages):
+                return _answered(response, self.cheap.name)
+        if isinstance(self.strong, CallContinuation):
+            self.escalated += 1
+            response = await self.strong.next_call(messages, tools, calls, settings)
+            return _answered(response, self.strong.name)
+        return ModelResponse()
 
 
 def _answered(response: ModelResponse, name: str) -> ModelResponse:

@@ -30,6 +30,10 @@ if something I asked for is still missing."""
 LOOP_NOTE = "bigloop"
 """`Message.name` of user turns the loop itself writes (corrections, prompts to answer)."""
 
+USER_ANSWERED = "Answer to the question {question!r}: {answer}"
+"""The loop's note of the user's answer to a question, given on resume (the answer is
+the user's own words, although the loop writes the note)."""
+
 ANSWER_NOW = "Using the results above, answer my request now: {task}"
 
 DEMOS_HEADER = """\
