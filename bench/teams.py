@@ -134,8 +134,11 @@ def distinct(calls: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
 
 
 def calls_made(result: RunResult) -> str:
-    """A debater's answer: the calls its run made, as canonical JSON."""
+    """A debater's answer: the calls its run made, as canonical JSON ("" for none: an
+    abstention, which keeps the debater's earlier answer)."""
     calls = [(s.name, s.input) for s in result.tool_steps if s.error is None]
+    if not calls:
+        return ""
     return json.dumps([list(c) for c in distinct(calls)], sort_keys=True, ensure_ascii=False)
 
 

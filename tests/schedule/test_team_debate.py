@@ -211,3 +211,15 @@ def test_debaters_that_fail_are_left_out() -> None:
     result = asyncio.run(team.run("?"))
     assert result.answer == "5"
     assert [s.error for s in result.steps] == ["failed", None]
+
+
+def test_an_empty_answer_abstains_and_keeps_the_earlier_one() -> None:
+    team = Debate(
+        [debater("a", ["Paris", ""]), debater("b", ["Lyon", ""]), debater("c", ["Paris", ""])],
+        rounds=2,
+    )
+    result = team.run_sync("Capital of France?")
+    # round 2 abstains throughout: no agreement on "", the round-1 majority stands
+    assert result.status == "ok" and result.answer == "Paris"
+    nobody = Debate([debater("a", [""]), debater("b", [" "])], rounds=1)
+    assert nobody.run_sync("Capital of France?").status != "ok"

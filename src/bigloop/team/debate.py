@@ -11,8 +11,9 @@ rounds, the judge decides: an `Agent` that writes the final answer from all of t
 (ties: the earliest agent's).
 
 Every prompt and answer is a "message" step: "debate→alice" with `input["round"]`, and
-"debate→judge" for the verdict. An agent that fails keeps its previous answer (none in
-round 1: it is left out).
+"debate→judge" for the verdict. An agent that fails, or gives an empty answer (it
+abstains), keeps its previous answer (none in round 1: it is left out), so abstentions
+never make an agreement; when nobody has answered after round 1, the debate fails.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ class Debate(TeamPattern):
         pick: the judge names a debater instead of writing an answer.
         same: how answers are normalized to detect agreement.
         answer: how a debater's answer is read from its run (default: its answer); e.g.
-            the calls it made, for a benchmark that scores calls.
+            the calls it made, for a benchmark that scores calls ("" for none: an
+            abstention).
         name: the moderator's name in the trace.
         store: where the run, and the agents' runs, are traced.
     """
@@ -131,7 +133,8 @@ class Debate(TeamPattern):
             )
             for agent, step in zip(self.agents, steps, strict=True):
                 if step.error is None:
-                    answers[agent.name] = str(step.output or "")
+                    if str(step.output or "").strip():
+                        answers[agent.name] = str(step.output)
                     threads[agent.name] += [
                         Message(role="user", content=prompts[agent.name]),
                         Message(role="assistant", content=str(step.output or "")),
