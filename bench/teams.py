@@ -11,6 +11,9 @@ embedded one by default):
   functions themselves; a semantic adapter fits each subtask to its function's schema
   (an "adapt" step); no merge turn, since BFCL scores calls. Suite: one worker agent per
   tool (the file tools and the database tools as one worker each), then a merge turn.
+- **orchestrator_call**: the same workers, but the coordinator delegates in the model's
+  own tool-call format (`choose="call"`): each worker offered as a tool described by its
+  card; a BFCL function worker gets the coordinator's arguments as they are.
 - **debate**: three agents with every tool — one greedy and two sampling at temperature
   0.7 (seeds 1 and 2): three greedy copies of one model would agree at once — for up to
   two rounds, stopping early on agreement; then a judge agent (the same model, no tools)
@@ -44,7 +47,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -75,7 +78,7 @@ from bigloop.team import normalize
 
 RESULTS = Path(__file__).parent / "results" / "teams"
 BENCHMARKS = ("bfcl", "suite")
-SETUPS = ("single", "orchestrator", "debate")
+SETUPS = ("single", "orchestrator", "orchestrator_call", "debate")
 BFCL_CATEGORY = "multiple"
 BFCL_CASES = 50
 BFCL_SETTINGS = ModelSettings(temperature=0.0, max_tokens=256)
@@ -171,10 +174,11 @@ async def bfcl_case(case: Case, setup: str, model: ChatModel, store: TraceStore)
             "single", recording_tools(case, calls), instructions, BFCL_SETTINGS, model
         )
         result = await agent.run(last["content"], history=earlier)
-    elif setup == "orchestrator":
+    elif setup in ("orchestrator", "orchestrator_call"):
         team = Orchestrator(
             model,
             recording_tools(case, calls),
+            choose="call" if setup == "orchestrator_call" else "model",
             adapter=Adapter(model, settings=BFCL_SETTINGS),
             merge=False,
             settings=BFCL_SETTINGS,
@@ -289,8 +293,11 @@ async def suite_case(
     if setup == "single":
         result = await suite_agent("single", tools, model).run(task.text, history=[])
         outcome = Outcome.of(result)
-    elif setup == "orchestrator":
-        team = Orchestrator(model, workers(task, workspace, model), search="bm25", store=store)
+    elif setup in ("orchestrator", "orchestrator_call"):
+        choose: Literal["call", "model"] = "call" if setup == "orchestrator_call" else "model"
+        team = Orchestrator(
+            model, workers(task, workspace, model), choose=choose, search="bm25", store=store
+        )
         result = await team.run(task.text)
         outcome = team_outcome(result, store)
     else:

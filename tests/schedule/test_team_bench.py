@@ -47,12 +47,15 @@ def test_every_setup_runs_and_resumes(tmp_path: Path) -> None:
     assert {key: [(r.id, r.passed, r.why) for r in rows] for key, rows in table.items()} == {
         ("bfcl", "single"): [("multiple_0", True, "ok")],
         ("bfcl", "orchestrator"): [("multiple_0", True, "ok")],
+        ("bfcl", "orchestrator_call"): [("multiple_0", True, "ok")],
         ("bfcl", "debate"): [("multiple_0", True, "ok")],
         ("suite", "single"): [("arith-001", True, "434 found")],
         ("suite", "orchestrator"): [("arith-001", True, "434 found")],
+        ("suite", "orchestrator_call"): [("arith-001", True, "434 found")],
         ("suite", "debate"): [("arith-001", True, "434 found")],
     }
     assert table[("bfcl", "orchestrator")][0].messages == 1
+    assert table[("bfcl", "orchestrator_call")][0].messages == 1
     assert table[("bfcl", "debate")][0].messages == 3  # agreement: no second round, no judge
     text = teams.markdown(table, "scripted", "python bench/teams.py --limit 1")
     assert "| bfcl | debate | 1 | 1/1 (100%) |" in text

@@ -322,3 +322,56 @@ def test_without_a_merge_the_answer_is_the_results() -> None:
     )
     assert team.run_sync("a and b").answer == "A\nB"
     assert coordinator.roles() == ["plan"]
+
+
+def test_with_choose_call_the_coordinator_calls_its_workers_as_tools() -> None:
+    made: list[dict[str, Any]] = []
+
+    @tool
+    def area(width: float, height: float) -> float:
+        """Area of a rectangle."""
+        made.append({"width": width, "height": height})
+        return width * height
+
+    offered: list[list[ToolSpec]] = []
+
+    def boss(messages: list[Message], tools: list[ToolSpec], s: ModelSettings) -> str:
+        if not tools:  # the merge
+            return answer("6 and 6 °C")
+        offered.append(tools)
+        calls = [
+            {"name": "area", "arguments": {"width": 2, "height": 3}},
+            {"name": "weather", "arguments": {"task": "Weather in Oslo"}},
+            {"name": "nobody", "arguments": {}},  # not a worker: left out
+        ]
+        return json.dumps({"tool_calls": calls})
+
+    tasks: list[str] = []
+    team = Orchestrator(
+        FunctionModel(boss, name="boss"),
+        [area, worker("weather", "6 °C", tasks=tasks)],
+        choose="call",
+        share_request=False,
+    )
+    result = team.run_sync("Area of 2 by 3, and the weather in Oslo?")
+    assert result.status == "ok" and result.answer == "6 and 6 °C"
+    assert made == [{"width": 2, "height": 3}]  # the coordinator's own arguments
+    assert tasks == ["Weather in Oslo"]
+    (specs,) = offered
+    assert [t.name for t in specs] == ["area", "weather"]
+    assert specs[0].parameters == area.schema
+    assert specs[1].parameters["required"] == ["task"]
+    assert specs[1].description == "weather worker."
+    assert not any(s.kind == "adapt" for s in result.steps)  # no adapter: calls as made
+    delegated = [s.name for s in result.steps if s.kind == "message"]
+    assert sorted(delegated) == ["coordinator→area", "coordinator→weather"]
+
+
+def test_with_choose_call_a_coordinator_that_calls_nobody_answers_itself() -> None:
+    def boss(messages: list[Message], tools: list[ToolSpec], s: ModelSettings) -> str:
+        return answer("Hello!")
+
+    team = Orchestrator(FunctionModel(boss), [worker("units", "x")], choose="call")
+    result = team.run_sync("Say hello.")
+    assert result.status == "ok" and result.answer == "Hello!"
+    assert not any(s.kind == "message" for s in result.steps)

@@ -5,7 +5,11 @@ coordinator merges their results.
    the embedded model): each a self-contained request, optionally the numbers of earlier
    subtasks whose results it needs, and — with `choose="model"` — the worker, one of the
    workers' names (an enum, so the model cannot invent one). With `choose="registry"`
-   each subtask goes to the top hit of a registry search over the workers' cards.
+   each subtask goes to the top hit of a registry search over the workers' cards. With
+   `choose="call"` the coordinator delegates in the model's own tool-call format: each
+   worker is offered as a tool (a `Tool` with its schema, an `Agent` as one taking a
+   "task"), described by its card, and each call in its reply is a subtask (no "needs":
+   they run concurrently); a tool worker gets the call's arguments as they are.
    An unreadable plan is sent back once; a second one falls back to the whole task as
    one subtask.
 2. **Work.** Subtasks whose needs are done run concurrently. A worker is an `Agent`
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from bigloop._errors import ModelRetry, ToolFailure, UserError
-from bigloop.atoms.models.base import ChatModel, Message, ModelSettings
+from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec
 from bigloop.atoms.tool import Tool
 from bigloop.registry import Registry, SearchMode
 from bigloop.schedule.adapt import Adapter
@@ -38,6 +42,7 @@ from bigloop.team.agent import Agent
 from bigloop.team.pattern import TeamPattern, ask_agent
 from bigloop.team.prompts import (
     CHOOSE_WORKER,
+    DELEGATE_CALLS,
     DELEGATE_SYSTEM,
     DEPENDENCIES,
     MERGE,
@@ -48,7 +53,12 @@ from bigloop.team.record import Reply, TeamRun
 from bigloop.trace.store import TraceStore
 
 Worker = Agent | Tool
-Choose = Literal["model", "registry"]
+Choose = Literal["model", "registry", "call"]
+TASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"task": {"type": "string", "description": "The request, complete."}},
+    "required": ["task"],
+}
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"answer": {"type": "string"}},
@@ -63,6 +73,8 @@ class Subtask:
     task: str
     worker: str
     needs: list[int] = field(default_factory=list)
+    arguments: dict[str, Any] | None = None
+    """A tool worker's arguments, as the coordinator called it (`choose="call"`)."""
 
 
 class Orchestrator(TeamPattern):
@@ -72,8 +84,9 @@ class Orchestrator(TeamPattern):
         coordinator: the model that delegates and merges.
         workers: agents and tools, by their names.
         name: the coordinator's name in the trace.
-        choose: "model" (the coordinator names each subtask's worker, from their cards) or
-            "registry" (a registry search over the cards, `search` mode).
+        choose: "model" (the coordinator names each subtask's worker, from their cards),
+            "registry" (a registry search over the cards, `search` mode) or "call" (the
+            coordinator calls the workers as tools, in the model's tool-call format).
         adapter: fits subtasks to tool workers' inputs (default: one on the coordinator).
         max_subtasks: the most subtasks a plan may have.
         merge: False: the answer is the results, one per line, without a merge turn (when
@@ -107,8 +120,8 @@ class Orchestrator(TeamPattern):
         names = [w.name for w in workers]
         if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise UserError(f"Workers share the name(s) {dupes}; rename one.")
-        if choose not in ("model", "registry"):
-            raise UserError(f"choose={choose!r}: use 'model' or 'registry'.")
+        if choose not in ("model", "registry", "call"):
+            raise UserError(f"choose={choose!r}: use 'model', 'registry' or 'call'.")
         self.coordinator = coordinator
         self.workers = {w.name: w for w in workers}
         self.name = name
@@ -164,7 +177,21 @@ class Orchestrator(TeamPattern):
 
     # ------------------------------------------------------------------ delegate
 
+    def worker_specs(self) -> list[ToolSpec]:
+        """The workers as tools (`choose="call"`): a tool with its own schema, an agent
+        as one that takes the "task" to do; each described by its card."""
+        return [
+            ToolSpec(
+                name=w.name,
+                description=w.card.description,
+                parameters=w.schema if isinstance(w, Tool) else TASK_SCHEMA,
+            )
+            for w in self.workers.values()
+        ]
+
     async def _plan(self, run: TeamRun) -> list[Subtask]:
+        if self.choose == "call":
+            return await self._plan_by_calls(run)
         workers = "\n".join(f"- {w.name}: {w.card.description}" for w in self.workers.values())
         system = DELEGATE_SYSTEM.format(
             choose=CHOOSE_WORKER if self.choose == "model" else "", workers=workers
@@ -184,6 +211,33 @@ class Orchestrator(TeamPattern):
                     Message(role="user", content=f"{e} Write the subtasks again."),
                 ]
         return [Subtask(id=1, task=run.task, worker=self._best(run.task))]
+
+    async def _plan_by_calls(self, run: TeamRun) -> list[Subtask]:
+        """The subtasks the coordinator's calls name (none when it answers instead)."""
+        messages = [
+            Message(role="system", content=DELEGATE_CALLS),
+            Message(role="user", content=run.task),
+        ]
+        text = await run.model_turn(
+            self.coordinator, messages, self.settings, role="delegate", tools=self.worker_specs()
+        )
+        try:
+            calls = json.loads(text)["tool_calls"]
+        except (ValueError, KeyError, TypeError):
+            return []
+        plan = []
+        for i, call in enumerate(calls[: self.max_subtasks], start=1):
+            worker = self.workers.get(call["name"])
+            if worker is None:
+                continue
+            arguments = call.get("arguments") or {}
+            if isinstance(worker, Tool):
+                task = f"{worker.name}({json.dumps(arguments, ensure_ascii=False)})"
+                plan.append(Subtask(id=i, task=task, worker=worker.name, arguments=arguments))
+            else:
+                task = str(arguments.get("task") or run.task)
+                plan.append(Subtask(id=i, task=task, worker=worker.name))
+        return plan
 
     def _parse(self, text: str) -> list[Subtask]:
         """The subtasks of a plan.
@@ -229,7 +283,7 @@ class Orchestrator(TeamPattern):
 
     async def _execute(self, run: TeamRun, plan: list[Subtask]) -> dict[int, str]:
         """Every subtask's result, by id; independent subtasks run concurrently."""
-        if len(plan) == 1:  # the whole task: the user's words, not a paraphrase
+        if len(plan) == 1 and plan[0].arguments is None:  # the user's words, not a paraphrase
             plan = [replace(plan[0], task=run.task)]
         results: dict[int, str] = {}
         pending = list(plan)
@@ -256,22 +310,27 @@ class Orchestrator(TeamPattern):
         async def send() -> Reply:
             if isinstance(worker, Agent):
                 return await ask_agent(worker, text, run)
-            return await self._call_tool(worker, text, run)
+            return await self._call_tool(worker, text, run, sub.arguments)
 
         step = await run.exchange(self.name, worker.name, text, send, subtask=sub.id)
         return str(step.output or "")
 
-    async def _call_tool(self, tool: Tool, text: str, run: TeamRun) -> Reply:
+    async def _call_tool(
+        self, tool: Tool, text: str, run: TeamRun, arguments: dict[str, Any] | None
+    ) -> Reply:
+        """`tool` called with `arguments` (the coordinator's call), else with those the
+        adapter fits from the subtask's `text`."""
         try:
-            arguments = await self.adapter.fit(
-                text,
-                tool.schema,
-                target=tool.name,
-                description=tool.description,
-                source=self.name,
-                run_id=run.run_id,
-                on_step=run.on_step,
-            )
+            if arguments is None:
+                arguments = await self.adapter.fit(
+                    text,
+                    tool.schema,
+                    target=tool.name,
+                    description=tool.description,
+                    source=self.name,
+                    run_id=run.run_id,
+                    on_step=run.on_step,
+                )
             return Reply(text=await tool.call(arguments))
         except ModelRetry as e:
             return Reply(text=f"Error: {e}", error="invalid_arguments")

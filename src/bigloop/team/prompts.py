@@ -19,6 +19,12 @@ put that subtask's number (1 for the first) in "needs". Give no subtasks when no
 fits the task: you will answer it yourself.
 Reply with JSON only."""
 
+DELEGATE_CALLS = """\
+You coordinate a team of workers, offered to you as tools. Call the worker that can do \
+the user's task; when it has parts that different workers do, call each of them in the \
+same reply. Take names, numbers and options from the user's words. Call no worker when \
+none fits: answer yourself."""
+
 CHOOSE_WORKER = ", and give each to the worker whose skills fit it"
 
 MERGE = """\

@@ -15,6 +15,7 @@ completed work and goes on from the first exchange that never finished.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import traceback
 import uuid
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bigloop._errors import BigloopError, BudgetExceeded, InputRequired, RunFailure, UserError
-from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, Usage
+from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec, Usage
 from bigloop.trace.records import RunResult, RunStatus, Step, StepKind, valid_text
 from bigloop.trace.store import TraceStore
 
@@ -198,25 +199,32 @@ class TeamRun:
         *,
         role: str,
         turn: int = 0,
+        tools: list[ToolSpec] | None = None,
     ) -> str:
         """One structured or plain model turn of the team itself (a coordinator's plan,
-        a merge): recorded as a "model" step with `role`, replayed on resume."""
+        a merge): recorded as a "model" step with `role`, replayed on resume. With
+        `tools`, a reply that calls them is the JSON `{"tool_calls": [{"name",
+        "arguments"}, ...]}`."""
         key = {"role": role, "turn": turn}
         if (done := self._replay("model", model.name, key)) is not None:
             return str(done.output or "")
         started = time.time()
-        response = await model.chat(messages, [], settings)
+        response = await model.chat(messages, tools or [], settings)
+        text = valid_text(response.text)
+        if response.tool_calls:
+            calls = [{"name": c.name, "arguments": c.arguments} for c in response.tool_calls]
+            text = json.dumps({"tool_calls": calls}, ensure_ascii=False)
         self._record(
             "model",
             model.name,
             key,
-            output=valid_text(response.text),
+            output=text,
             seconds=response.usage.seconds,
             prompt_tokens=response.usage.prompt_tokens,
             completion_tokens=response.usage.completion_tokens,
             started_at=started,
         )
-        return valid_text(response.text)
+        return text
 
     def on_step(self, step: Step) -> None:
         """Record a step made elsewhere (an adapter's "adapt" step)."""
