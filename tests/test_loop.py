@@ -111,6 +111,18 @@ def test_repairs_are_bounded() -> None:
     assert len(result.tool_steps) == 3
 
 
+def test_the_same_malformed_reply_after_its_correction_ends_the_run() -> None:
+    cut = '{"tool_calls": [{"name": "calculator", "arguments": {"expression": "5941' + "0" * 40
+    replies = [cut, cut, cut]
+    model = ScriptedModel(replies)
+    result = Loop(model, [calculator]).run_sync("How many atoms?")
+    assert result.status == "failed"
+    assert "same malformed reply after a correction" in (result.error or "")
+    assert sum(s.kind == "model" for s in result.steps) == 2  # not the third
+    changed = ScriptedModel(['{"answer": 1', '{"answer": 12', answer("12")])
+    assert Loop(changed, [calculator]).run_sync("x").answer == "12"  # different: repaired
+
+
 def test_step_token_and_time_budgets(monkeypatch: pytest.MonkeyPatch) -> None:
     endless = FunctionModel(lambda m, t: call("lookup", city="Oslo" if len(m) % 4 else "Rome"))
     by_steps = Loop(endless, [lookup], budget=Budget(max_steps=3, max_repairs=99)).run_sync("x")

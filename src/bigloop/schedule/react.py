@@ -7,6 +7,7 @@ import functools
 import re
 from collections.abc import AsyncIterator
 
+from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
 from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
 from bigloop.schedule.context import RunContext
@@ -69,6 +70,7 @@ class ReactPlanner:
         pending = self.restore(ctx)
         answer_only = False
         checked = not self.check_answers
+        last_malformed: str | None = None  # a repeat after its correction ends the run
         while True:
             if pending:
                 made: list[Step] = []
@@ -103,6 +105,12 @@ class ReactPlanner:
             ctx.messages.append(reply)
             yield ctx.model_step(response, reply)
             if response.error:
+                if response.raw and response.raw == last_malformed:
+                    raise RunFailure(
+                        "The model wrote the same malformed reply after a correction "
+                        f"({response.error}); stopped instead of asking again."
+                    )
+                last_malformed = response.raw
                 ctx.repair(response.error)
             elif response.tool_calls:
                 pending = response.tool_calls
