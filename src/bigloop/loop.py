@@ -63,6 +63,7 @@ SWITCHABLE = (
     "honour_precision",
     "check_answers",
     "more_calls",
+    "ask_after_refusal",
     "approve_irreversible",
 )
 """The default policies `LoopConfig.off` can switch off ("approve_irreversible": every
@@ -194,6 +195,7 @@ class Loop:
         react = ReactPlanner(
             check_answers="check_answers" not in off,
             more_calls=None if "more_calls" in off else MoreCalls(),
+            ask_after_refusal="ask_after_refusal" not in off,
         )
         planners: dict[str, Planner] = {
             "react": react,

@@ -4,7 +4,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from bigloop import Clarify, Loop, ScriptedModel, ToolCall, ToolSpec, TraceStore, tool
+from bigloop import Clarify, Loop, ReactPlanner, ScriptedModel, ToolCall, ToolSpec, TraceStore, tool
 
 SENT: list[tuple[str, str]] = []
 
@@ -166,3 +166,52 @@ def test_an_ungrounded_value_goes_back_to_the_model_once_then_the_user_is_asked(
     )
     assert insisted.status == "input_required" and SENT == [("Bob", "hi")]
     assert insisted.question == "To call send_message, what is the receiver (who gets the message)?"
+
+
+def test_an_answer_after_a_refused_guess_asks_the_user_instead() -> None:
+    guess = call("send_message", receiver="colleague_1", text="hi")
+    gave_up = Loop(
+        ScriptedModel([guess, answer("I said hi to your colleague.")]),
+        [send_message],
+        clarify=Clarify(),
+    ).run_sync("Say hi to my colleague.")
+    assert gave_up.status == "input_required" and SENT == []
+    assert gave_up.question == "To call send_message, what is the receiver (who gets the message)?"
+    kinds = [(s.kind, s.error) for s in gave_up.steps]
+    assert kinds == [
+        ("model", None),
+        ("tool", "invalid_arguments"),
+        ("model", None),
+        ("ask", "unanswered"),
+    ]
+    asked: list[str] = []
+
+    def reply(question: str) -> str:
+        asked.append(question)
+        return "Ann"
+
+    told = Loop(
+        ScriptedModel(
+            [
+                guess,
+                answer("Done."),
+                call("send_message", receiver="Ann", text="hi"),
+                answer("Sent to Ann."),
+            ]
+        ),
+        [send_message],
+        clarify=Clarify(),
+        ask=reply,
+    ).run_sync("Say hi to my colleague.")
+    assert told.answer == "Sent to Ann." and SENT == [("Ann", "hi")] and len(asked) == 1
+    plain = Loop(
+        ScriptedModel([guess, answer("I said hi.")]),
+        [send_message],
+        planner=ReactPlanner(ask_after_refusal=False),
+        clarify=Clarify(),
+    ).run_sync("Say hi to my colleague.")
+    assert plain.status == "ok" and plain.answer == "I said hi."  # as before the policy
+    no_clarify = Loop(ScriptedModel([guess, answer("Hi sent.")]), [send_message]).run_sync(
+        "Say hi to my colleague."
+    )
+    assert no_clarify.status == "ok"  # nothing was refused for a missing value

@@ -10,13 +10,31 @@ from collections.abc import AsyncIterator
 from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
 from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
+from bigloop.schedule.clarify import Clarify
 from bigloop.schedule.context import RunContext
 from bigloop.schedule.more_calls import MoreCalls
+from bigloop.schedule.policies import NOWHERE
 from bigloop.trace.records import Step
 
 _MISTAKES = ("unknown_tool", "invalid_arguments")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 DEFAULT_MORE_CALLS = MoreCalls()
+
+
+def _refused_guess(ctx: RunContext) -> ToolCall | None:
+    """The last call refused because a value appears nowhere in the request, when no call
+    of the run has succeeded and the run asks about such values (`Clarify` with
+    `ungrounded`): made again, it becomes the question to the user."""
+    if not any(isinstance(c, Clarify) and c.ungrounded for c in ctx.checks):
+        return None
+    tools = [s for s in ctx.steps if s.kind in ("tool", "ask")]
+    if any(s.error is None for s in tools):
+        return None
+    refused = [s for s in tools if s.error == "invalid_arguments" and NOWHERE in str(s.output)]
+    if not refused:
+        return None
+    last = refused[-1]
+    return ToolCall(id=f"ask-{last.index}", name=last.name, arguments=dict(last.input or {}))
 
 
 def _unsupported(ctx: RunContext, answer: str) -> str | None:
@@ -41,6 +59,10 @@ class ReactPlanner:
             models answer arithmetic from memory, wrongly).
         more_calls: extend a turn's calls while each new one covers another item the
             request names (`MoreCalls`; models that can continue their reply); None: off.
+        ask_after_refusal: when the model answers after a call of its was refused for a
+            value the request never gave, and no call has succeeded, make that call again
+            instead (once): the clarifying check then asks the user for the value, rather
+            than the run ending on an answer from memory.
     """
 
     name = "react"
@@ -51,10 +73,12 @@ class ReactPlanner:
         stop_after_calls: bool = False,
         check_answers: bool = True,
         more_calls: MoreCalls | None = DEFAULT_MORE_CALLS,
+        ask_after_refusal: bool = True,
     ) -> None:
         self.stop_after_calls = stop_after_calls
         self.check_answers = check_answers
         self.more_calls = more_calls
+        self.ask_after_refusal = ask_after_refusal
 
     def restore(self, ctx: RunContext) -> list[ToolCall]:
         """The calls the last model turn asked for that have no completed step (a run
@@ -71,6 +95,7 @@ class ReactPlanner:
         answer_only = False
         checked = not self.check_answers
         last_malformed: str | None = None  # a repeat after its correction ends the run
+        ask_after_refusal = self.ask_after_refusal
         while True:
             if pending:
                 made: list[Step] = []
@@ -122,6 +147,11 @@ class ReactPlanner:
                     f"You answered {number} without using a tool, and the request does not "
                     "say it. Call the tool that computes or looks it up, then answer."
                 )
+            elif ask_after_refusal and (refused := _refused_guess(ctx)) is not None:
+                # the model gave up on a value it had to guess: the user has it
+                ask_after_refusal = False  # once per run
+                ctx.messages.append(Message(role="assistant", tool_calls=[refused]))
+                pending = [refused]
             else:
                 ctx.finish(response.text)
                 return
