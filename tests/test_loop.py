@@ -120,7 +120,7 @@ def test_the_same_malformed_reply_after_its_correction_ends_the_run() -> None:
     assert "same malformed reply after a correction" in (result.error or "")
     assert sum(s.kind == "model" for s in result.steps) == 2  # not the third
     changed = ScriptedModel(['{"answer": 1', '{"answer": 12', answer("12")])
-    assert Loop(changed, [calculator]).run_sync("x").answer == "12"  # different: repaired
+    assert Loop(changed, [calculator]).run_sync("Say 12.").answer == "12"  # repaired
 
 
 def test_step_token_and_time_budgets(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -215,3 +215,19 @@ def test_an_answer_after_a_refused_guess_asks_the_user_instead() -> None:
         "Say hi to my colleague."
     )
     assert no_clarify.status == "ok"  # nothing was refused for a missing value
+
+
+def test_the_loops_own_notes_never_ground_a_value() -> None:
+    @tool
+    def to_fahrenheit(celsius: float) -> float:
+        """Convert a temperature in Celsius to Fahrenheit."""
+        return celsius * 9 / 5 + 32
+
+    guess = call("to_fahrenheit", celsius=3)
+    said = answer("3 degrees Celsius is 98.6 degrees Fahrenheit.")
+    # the answer check's note quotes "3"; the call made again must still ask
+    result = Loop(ScriptedModel([guess, said, said]), [to_fahrenheit], clarify=Clarify()).run_sync(
+        "What is the temperature outside, in Fahrenheit?"
+    )
+    assert result.status == "input_required", [(s.kind, s.output) for s in result.steps]
+    assert "celsius" in (result.question or "")

@@ -352,9 +352,13 @@ class RunContext:
         """What the user and the tools have said so far (for grounding checks), and
         apart, what the user said (their turns and answers, not the loop's notes)."""
 
-        def texts() -> list[str]:
-            said = [m.content for m in self.messages if m.role in ("user", "tool")]
-            return said + [str(s.output) for s in self.steps if s.kind == "tool"]
+        def texts() -> list[str]:  # not the loop's notes: they quote the model's values
+            said = [
+                m.content
+                for m in self.messages
+                if m.role == "tool" or (m.role == "user" and m.name != LOOP_NOTE)
+            ]
+            return said + [str(s.output) for s in self.steps if s.kind in ("tool", "ask")]
 
         def user() -> list[str]:
             said = [m.content for m in self.messages if m.role == "user" and m.name != LOOP_NOTE]
