@@ -11,11 +11,18 @@ BFCL's checker. Three policies, run one after the other in this process:
 - cheap: always the cheap model;
 - cascade: the cheap model first; its reply is kept when its calls are valid and every
   argument value is grounded in the conversation (`grounded_reply`, as `bigloop run
-  --escalate` uses), otherwise the strong model answers (`CascadeModel`).
+  --escalate` uses), otherwise the strong model answers (`CascadeModel`);
+- agree (with `--samples K`): the cascade, and a cheap reply that passes the check must
+  also agree with K replies of the cheap model sampled at temperature 0.7
+  (`CascadeModel(samples=K)`: self-consistency as the cheap model's confidence).
+
+`--policy` runs only some of them (strong, the baseline of the time ratios, always runs).
 
     python bench/routing.py --n 50          # writes bench/results/routing.md and .json
     python bench/routing.py --n 25 --cheap embedded --strong coder-1.5b
                                             # writes bench/results/routing-embedded-coder-1.5b.*
+    python bench/routing.py --n 15 --cheap embedded --strong coder-1.5b --samples 1 \
+        --policy agree                      # writes ...-agree1.*
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ def smollm2_path() -> Path:
 
 
 async def run(
-    policy: str, cases: list[Any], cheap: LocalModel, strong: LocalModel
+    policy: str, cases: list[Any], cheap: LocalModel, strong: LocalModel, samples: int = 0
 ) -> dict[str, Any]:
     correct = 0
     escalated = 0
@@ -60,7 +67,9 @@ async def run(
         elif policy == "cheap":
             model = cheap
         else:
-            model = CascadeModel(cheap, strong, check=grounded_reply)
+            model = CascadeModel(
+                cheap, strong, check=grounded_reply, samples=samples if policy == "agree" else 0
+            )
         result = await run_case(case, model, "loop")
         correct += result.valid
         per_category.setdefault(case.category, [0, 0])
@@ -92,29 +101,50 @@ async def main() -> None:
     parser.add_argument("--n", type=int, default=50, help="cases per category")
     parser.add_argument("--cheap", default="smollm2", help="'smollm2', 'embedded', coder-1.5b")
     parser.add_argument("--strong", default="embedded", help="as --cheap")
+    parser.add_argument(
+        "--samples", type=int, default=0, help="adds the 'agree' policy with K sampled replies"
+    )
+    parser.add_argument(
+        "--policy",
+        action="append",
+        choices=["strong", "cheap", "cascade", "agree"],
+        help="run only these (repeatable; strong always runs)",
+    )
     args = parser.parse_args()
+    policies = ["strong", "cheap", "cascade"] + (["agree"] if args.samples else [])
+    if args.policy:
+        policies = ["strong", *(p for p in policies[1:] if p in args.policy)]
     cases = load_cases("simple_python", args.n) + load_cases("multiple", args.n)
     strong = local(args.strong)
     cheap = local(args.cheap)
     strong.llama()
     cheap.llama()
     rows = []
-    for policy in ("strong", "cheap", "cascade"):
-        row = await run(policy, cases, cheap, strong)
+    for policy in policies:
+        row = await run(policy, cases, cheap, strong, args.samples)
         rows.append(row)
         print(json.dumps(row), flush=True)
     base = rows[0]
     default_pair = (args.cheap, args.strong) == ("smollm2", "embedded")
     pair = "" if default_pair else f" --cheap {args.cheap} --strong {args.strong}"
-    command = f"--n {args.n}{pair}"
+    extra = f" --samples {args.samples}" if args.samples else ""
+    extra += "".join(f" --policy {p}" for p in args.policy or [])
+    command = f"--n {args.n}{pair}{extra}"
     stem = "routing" if default_pair else f"routing-{args.cheap}-{args.strong}"
+    stem += f"-agree{args.samples}" if args.policy == ["agree"] else ""
     lines = [
         "# Cheap/strong routing (BFCL simple_python + multiple)",
         "",
         f"Command: `python bench/routing.py {command}`. {len(cases)} cases "
         f"({args.n} simple_python, {args.n} multiple), loop mode, BFCL's checker. Strong: "
         f"{strong.name}; cheap: {cheap.name}; cascade: cheap first, escalated when its "
-        "calls are invalid, use values nobody said, or it answers before any tool ran.",
+        "calls are invalid, use values nobody said, or it answers before any tool ran"
+        + (
+            f"; agree: the cascade, also escalated when {args.samples} sampled cheap "
+            "replies (temperature 0.7) disagree with the first."
+            if args.samples
+            else "."
+        ),
         "",
         "| policy | accuracy | simple_python | multiple | total s | time vs strong "
         "| cases escalated |",

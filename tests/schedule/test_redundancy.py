@@ -281,3 +281,51 @@ def test_a_config_with_escalate_builds_a_cheap_strong_cascade(tmp_path: Path) ->
     assert absolute == str((Path.cwd() / "x/strong.gguf").resolve())
     with pytest.raises(UserError, match="--escalate 'coder-15b'"):
         LoopConfig(escalate="coder-15b").build_model()
+
+
+def _area_call(width: int) -> str:
+    return json.dumps({"tool_calls": [{"name": "area", "arguments": {"width": width}}]})
+
+
+AREA = ToolSpec(
+    name="area",
+    description="Area.",
+    parameters={"type": "object", "properties": {"width": {"type": "integer"}}},
+)
+
+
+@pytest.mark.parametrize(("sampled_width", "escalated"), [(2, 0), (3, 1)])
+def test_cascade_escalates_when_sampled_replies_disagree(
+    sampled_width: int, escalated: int
+) -> None:
+    seen: list[tuple[float, int | None]] = []
+
+    def cheap(messages: list[Message], tools: list[ToolSpec], settings: Any) -> str:
+        seen.append((settings.temperature, settings.seed))
+        return _area_call(2 if settings.temperature == 0 else sampled_width)
+
+    strong = ScriptedModel([_area_call(7)], name="strong")
+    cascade = CascadeModel(FunctionModel(cheap, name="cheap"), strong, samples=2)
+    response = asyncio.run(cascade.chat(user("Area of width 2?"), [AREA]))
+    assert cascade.escalated == escalated
+    assert response.answered_by == ("strong" if escalated else "cheap")
+    # The first sample already disagrees when it differs, so no second one is drawn.
+    assert seen == ([(0.0, 0), (0.7, 1), (0.7, 2)] if not escalated else [(0.0, 0), (0.7, 1)])
+
+
+def test_answers_agree_whatever_their_words_and_errors_agree_with_nothing() -> None:
+    from bigloop.atoms.models.base import ModelResponse, ToolCall
+    from bigloop.schedule.redundancy import agree
+
+    one = ModelResponse(tool_calls=[ToolCall(id="1", name="f", arguments={"a": 1, "b": [2]})])
+    same = ModelResponse(tool_calls=[ToolCall(id="9", name="f", arguments={"b": [2], "a": 1})])
+    other = ModelResponse(tool_calls=[ToolCall(id="1", name="f", arguments={"a": 2, "b": [2]})])
+    assert agree(one, same) and not agree(one, other)
+    assert agree(ModelResponse(text="6"), ModelResponse(text="six"))
+    assert not agree(ModelResponse(text="6"), one)
+    assert not agree(ModelResponse(error="bad"), ModelResponse(error="bad"))
+
+
+def test_cascade_samples_must_not_be_negative() -> None:
+    with pytest.raises(UserError, match="samples=-1"):
+        CascadeModel(ScriptedModel([]), ScriptedModel([]), samples=-1)

@@ -44,6 +44,8 @@ BFCL_KNOBS: list[dict[str, object]] = [
     {"off": ["drop_invented_optionals"]},
     {"off": ["coerce_types"]},
     {"off": ["reject_copied_examples"]},
+    {"off": ["relevance_gate"]},
+    {"off": ["rank_tools"]},
 ]
 SUITE_KNOBS: list[dict[str, object]] = [
     {"planner": "react"},
@@ -51,6 +53,7 @@ SUITE_KNOBS: list[dict[str, object]] = [
     {"off": ["more_calls"]},
     {"off": ["check_answers"]},
     {"off": ["honour_precision"]},
+    {"off": ["ask_after_refusal"]},
 ]
 
 

@@ -7,7 +7,8 @@
   takes the first valid reply.
 - `CascadeModel` asks a cheap model first and escalates to a strong one when the cheap
   reply does not pass a check (cheap/strong routing; default check: `calls_are_valid`;
-  `grounded_reply` also escalates invented values and answers from memory).
+  `grounded_reply` also escalates invented values and answers from memory; `samples`
+  also escalates when sampled replies of the cheap model disagree with it).
 
 Each wrapper is itself a `ChatModel` and keeps no per-call state, so one wrapper can serve
 concurrent runs. What happened in a call is reported on the reply it returns:
@@ -20,6 +21,7 @@ the reply it passes on left it empty: with nested wrappers the innermost report 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
@@ -325,11 +327,29 @@ def _scalars(value: object) -> list[str | int | float]:
 class CascadeModel:
     """Cheap/strong routing: ask `cheap` first; escalate to `strong` when its reply fails
     `check` (default: valid calls to offered tools). `calls` counts requests and
-    `escalated` how many of them went to `strong`, over every run that shares the model."""
+    `escalated` how many of them went to `strong`, over every run that shares the model.
 
-    def __init__(self, cheap: ChatModel, strong: ChatModel, *, check: Check | None = None) -> None:
+    With `samples` > 0 a reply that passes the check must also agree with that many more
+    replies of the cheap model, sampled at `temperature` (self-consistency as the
+    cheap model's confidence): the same calls, or all of them an answer. A local model
+    reads the prompt once for all of them (its prefix cache), so a sample costs only its
+    generated tokens."""
+
+    def __init__(
+        self,
+        cheap: ChatModel,
+        strong: ChatModel,
+        *,
+        check: Check | None = None,
+        samples: int = 0,
+        temperature: float = 0.7,
+    ) -> None:
+        if samples < 0:
+            raise UserError(f"CascadeModel(samples={samples}): use 0 or more.")
         self.cheap, self.strong = cheap, strong
         self.check = check or calls_are_valid
+        self.samples = samples
+        self.temperature = temperature
         self.escalated = 0
         self.calls = 0
 
@@ -350,12 +370,29 @@ class CascadeModel:
         self.calls += 1
         try:
             response = await self.cheap.chat(messages, tools, settings)
-            if self.check(response, tools, messages):
+            if self.check(response, tools, messages) and await self._confident(
+                response, messages, tools, settings
+            ):
                 return _answered(response, self.cheap.name)
         except ModelUnavailable:
             pass
         self.escalated += 1
         return _answered(await self.strong.chat(messages, tools, settings), self.strong.name)
+
+    async def _confident(
+        self,
+        response: ModelResponse,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None,
+    ) -> bool:
+        """Whether `samples` sampled replies of the cheap model agree with `response`."""
+        base = settings or ModelSettings()
+        for i in range(self.samples):
+            sampled = replace(base, temperature=self.temperature, seed=(base.seed or 0) + 1 + i)
+            if not agree(response, await self.cheap.chat(messages, tools, sampled)):
+                return False
+        return True
 
     async def next_call(
         self,
@@ -376,6 +413,19 @@ class CascadeModel:
             response = await self.strong.next_call(messages, tools, calls, settings)
             return _answered(response, self.strong.name)
         return ModelResponse()
+
+
+def agree(a: ModelResponse, b: ModelResponse) -> bool:
+    """Two replies that do the same: the same calls (names and arguments, in any order),
+    or both an answer without calls (their words may differ). An error agrees with
+    nothing."""
+    if a.error or b.error:
+        return False
+    return sorted(map(_call_key, a.tool_calls)) == sorted(map(_call_key, b.tool_calls))
+
+
+def _call_key(call: ToolCall) -> str:
+    return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
 
 
 def _answered(response: ModelResponse, name: str) -> ModelResponse:
