@@ -39,6 +39,22 @@ def test_orchestrator_delegates_to_workers_by_their_cards(
     assert "391" in (result.answer or "") or "8.0" in (result.answer or "")
 
 
+def test_orchestrator_delegating_by_tool_calls_reaches_the_workers(
+    embedded: LocalModel, tmp_path: Path
+) -> None:
+    store = TraceStore(tmp_path / "t.db")
+    units = Agent(
+        "units", embedded, [convert_units], description="Converts quantities between units."
+    )
+    maths = Agent("maths", embedded, [calculator], description="Computes arithmetic.")
+    team = Orchestrator(embedded, [units, maths], store=store, choose="call")
+    result = asyncio.run(team.run("Compute 17 * 23."))
+    assert result.status == "ok", result.error
+    messages = [s for s in result.steps if s.kind == "message"]
+    assert [s.name for s in messages][:1] == ["coordinator→maths"]
+    assert "391" in (result.answer or "")
+
+
 def test_a_debate_of_three_answers_with_every_answer_traced(embedded: LocalModel) -> None:
     agents = [Agent(name, embedded, [calculator]) for name in ("a", "b", "c")]
     team = Debate(agents, judge=Agent("judge", embedded), rounds=2)

@@ -130,6 +130,9 @@ def test_composed_values_need_only_their_literals_grounded() -> None:
     cities = Evidence("How many customers live in Oslo?")
     assert cities.mentions("SELECT COUNT(*) FROM customers WHERE city = 'Oslo'")
     assert not cities.mentions("SELECT COUNT(*) FROM customers WHERE city = 'Bergen'")
+    march = Evidence("How many orders were placed in March 2024?")  # a date format is syntax
+    assert march.mentions("SELECT COUNT(*) FROM orders WHERE strftime('%Y-%m', day) = '2024-03'")
+    assert not march.mentions("SELECT COUNT(*) FROM orders WHERE strftime('%Y', day) = '2023'")
     assert not Evidence("say hi to my colleague").mentions("bob")  # a plain value: every word
 
 

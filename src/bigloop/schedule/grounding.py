@@ -15,6 +15,7 @@ _COMPOSED = re.compile(r"[()=*/+<>]|\bselect\b")
 _QUERY = re.compile(r"\bselect\b")
 _QUOTED = re.compile(r"'([^']*)'")
 _DOUBLE_QUOTED = re.compile(r'"([^"]*)"')
+_FORMAT = re.compile(r"(?:%[a-z]|[-/:., ])+")  # strftime('%Y-%m', ...): the query's syntax
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _CURRENCIES = {
@@ -62,7 +63,7 @@ def grounded(value: str | int | float, context: str) -> bool:
     if _COMPOSED.search(text):
         quoted = _QUOTED.findall(text) + _DOUBLE_QUOTED.findall(text)
         if _QUERY.search(text):  # a query's numbers are its own (LIMIT 1): only its literals
-            return all(grounded(q, context) for q in quoted)
+            return all(grounded(q, context) for q in quoted if not _FORMAT.fullmatch(q))
         numbers = _NUMBER.findall(_QUOTED.sub("", text))
         anchored = not numbers or any(_covered(n, context) for n in numbers)
         return anchored and all(grounded(q, context) for q in quoted)
