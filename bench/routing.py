@@ -12,9 +12,10 @@ BFCL's checker. Three policies, run one after the other in this process:
 - cascade: the cheap model first; its reply is kept when its calls are valid and every
   argument value is grounded in the conversation (`grounded_reply`, as `bigloop run
   --escalate` uses), otherwise the strong model answers (`CascadeModel`);
-- agree (with `--samples K`): the cascade, and a cheap reply that passes the check must
-  also agree with K replies of the cheap model sampled at temperature 0.7
-  (`CascadeModel(samples=K)`: self-consistency as the cheap model's confidence).
+- agree (with `--samples K`): the cheap model first; its reply is kept when its calls are
+  valid (`calls_are_valid`, not the grounding) and K replies of the cheap model sampled
+  at temperature 0.7 agree with it (`CascadeModel(samples=K)`: self-consistency as the
+  cheap model's confidence), otherwise the strong model answers.
 
 `--policy` runs only some of them (strong, the baseline of the time ratios, always runs).
 
@@ -38,7 +39,7 @@ from bigloop import LocalModel
 from bigloop.atoms.models.spec import ModelSpec
 from bigloop.eval.bfcl_data import load_cases
 from bigloop.eval.bfcl_single import run_case
-from bigloop.schedule.redundancy import CascadeModel, grounded_reply
+from bigloop.schedule.redundancy import CascadeModel, calls_are_valid, grounded_reply
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -67,8 +68,12 @@ async def run(
         elif policy == "cheap":
             model = cheap
         else:
+            agreeing = policy == "agree"
             model = CascadeModel(
-                cheap, strong, check=grounded_reply, samples=samples if policy == "agree" else 0
+                cheap,
+                strong,
+                check=calls_are_valid if agreeing else grounded_reply,
+                samples=samples if agreeing else 0,
             )
         result = await run_case(case, model, "loop")
         correct += result.valid
@@ -140,8 +145,8 @@ async def main() -> None:
         f"{strong.name}; cheap: {cheap.name}; cascade: cheap first, escalated when its "
         "calls are invalid, use values nobody said, or it answers before any tool ran"
         + (
-            f"; agree: the cascade, also escalated when {args.samples} sampled cheap "
-            "replies (temperature 0.7) disagree with the first."
+            f"; agree: cheap first, escalated when its calls are invalid or {args.samples} "
+            "sampled cheap replies (temperature 0.7) disagree with it."
             if args.samples
             else "."
         ),
