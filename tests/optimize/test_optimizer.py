@@ -115,6 +115,9 @@ def test_a_rule_that_echoes_a_request_is_not_a_proposal() -> None:
         lambda m, t: json.dumps({"rules": ["Find the area of a circle of radius 5."]})
     )
     assert asyncio.run(propose(echo, prompt)) is None
+    told = "Do not answer the requests. Write up to five short general rules for the assistant"
+    parrot = FunctionModel(lambda m, t: json.dumps({"rules": [told]}))
+    assert asyncio.run(propose(parrot, prompt)) is None  # seen on a real run (BFCL multiple)
     rule = FunctionModel(lambda m, t: json.dumps({"rules": ["Write units as full words."] * 2}))
     assert asyncio.run(propose(rule, prompt)) == "Rules:\n- Write units as full words."
 

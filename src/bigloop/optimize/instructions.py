@@ -35,6 +35,8 @@ that would avoid these kinds of mistakes on other requests too: how to choose fu
 and how to write argument values (formats, units, which values to leave out). No rule \
 may mention a particular request, function or value."""
 
+_DIRECTIONS = REFLECT.split("{failures}", 1)[1]  # what the reflector is told to do
+
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -62,7 +64,8 @@ def reflection_prompt(current: str | None, failures: Sequence[tuple[Example, Out
 async def propose(model: ChatModel, prompt: str, *, seed: int = 0) -> str | None:
     """New instructions from `prompt` (`reflection_prompt`): the model's rules, one per
     line; None when it gave nothing usable — no rules, or rules that copy a request
-    shown in the prompt (small models tend to echo a request instead of reflecting)."""
+    shown in the prompt or the prompt's own directions (small models tend to echo what
+    they read instead of reflecting)."""
     settings = dataclasses.replace(SETTINGS, seed=seed)
     response = await model.chat([Message(role="user", content=prompt)], [], settings)
     try:
@@ -72,7 +75,8 @@ async def propose(model: ChatModel, prompt: str, *, seed: int = 0) -> str | None
     requests = [
         line[len("Request: ") :] for line in prompt.splitlines() if line.startswith("Request: ")
     ]
-    rules = [r for r in rules if len(r) >= 10 and not any(_copies(r, q) for q in requests)]
+    echoes = [*requests, _DIRECTIONS]
+    rules = [r for r in rules if len(r) >= 10 and not any(_copies(r, q) for q in echoes)]
     if not rules:
         return None
     return "Rules:\n" + "\n".join(f"- {r}" for r in dict.fromkeys(rules))
