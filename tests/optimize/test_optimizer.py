@@ -328,6 +328,20 @@ def test_a_model_that_never_replies_is_an_error_not_a_score(tmp_path: Path) -> N
     assert not (tmp_path / "evals.jsonl").exists()  # nothing remembered
 
 
+def test_a_model_that_repeats_a_malformed_reply_scores_zero(tmp_path: Path) -> None:
+    """Seen on BFCL live_simple: the run fails (the same unparsable reply after its
+    correction), but the model did reply, so the example is a 0, not a broken model."""
+    bench = BfclBench(
+        "simple_python",
+        FunctionModel(lambda m, t: '{"tool_calls": [{"name": '),
+        TraceStore(tmp_path / "t.db"),
+        train=1,
+        dev=1,
+    )
+    outcome = asyncio.run(bench.evaluate(LoopConfig(), bench.examples("dev")[0]))
+    assert outcome.score == 0.0 and "same malformed reply" in outcome.critique
+
+
 def test_a_line_cut_short_by_a_kill_does_not_swallow_the_next(tmp_path: Path) -> None:
     from bigloop.optimize.evaluate import append_line
 

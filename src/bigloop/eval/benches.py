@@ -260,9 +260,10 @@ def _outcome(
     Raises:
         UserError: the run failed before the model replied once (the model is missing,
             unreachable or broken): that is no score of the config, and is not
-            remembered.
+            remembered. A reply that did not parse is a reply: its run scores 0.
     """
-    if run.status == "failed" and not any(s.kind == "model" and s.error is None for s in steps):
+    replied = any(s.kind == "model" and (s.error is None or s.output) for s in steps)
+    if run.status == "failed" and not replied:
         raise UserError(f"The model failed on {example.id}, so nothing was scored: {run.error}")
     if run.status != "ok" and run.error:
         verdict = f"{verdict}\nthe run ended {run.status}: {run.error}".strip()
