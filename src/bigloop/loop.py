@@ -64,6 +64,7 @@ SWITCHABLE = (
     "check_answers",
     "more_calls",
     "ask_after_refusal",
+    "settle",
     "approve_irreversible",
 )
 """The default policies `LoopConfig.off` can switch off ("approve_irreversible": every
@@ -190,7 +191,7 @@ class Loop:
             )
         clarify = None
         if config.clarify != "off" and "clarify" not in off:
-            clarify = Clarify(ungrounded=config.clarify == "ungrounded")
+            clarify = Clarify(ungrounded=config.clarify == "ungrounded", settle="settle" not in off)
         items = None if "listed_items" in off else listed_items
         react = ReactPlanner(
             check_answers="check_answers" not in off,

@@ -234,3 +234,73 @@ def test_the_loops_own_notes_never_ground_a_value() -> None:
     )
     assert result.status == "input_required", [(s.kind, s.output) for s in result.steps]
     assert "celsius" in (result.question or "")
+
+
+@tool
+def shipping_cost(weight_kg: float, zone: str) -> float:
+    """The price of shipping a parcel.
+
+    Args:
+        weight_kg: the parcel's weight in kilograms.
+        zone: where it goes.
+    """
+    return 8.5 * weight_kg + 4
+
+
+@tool
+def convert_units(value: float, from_unit: str, to_unit: str) -> float:
+    """Convert a value between units.
+
+    Args:
+        value: the value.
+        from_unit: its unit.
+        to_unit: the unit wanted.
+    """
+    return value * 2
+
+
+@tool
+def today() -> str:
+    """Today's date."""
+    return "2026-12-01"
+
+
+@tool
+def add_days(date: str, days: int) -> str:
+    """A date plus a number of days.
+
+    Args:
+        date: the starting date, YYYY-MM-DD.
+        days: how many days.
+    """
+    return date
+
+
+def test_guesses_after_a_result_end_in_an_answer_from_the_results_not_a_question() -> None:
+    wander = call("convert_units", value=12, from_unit="kg", to_unit="miles")
+    script = [call("shipping_cost", weight_kg=12, zone="world"), wander, wander, answer("106.0")]
+    task = "How much does shipping a 12 kg parcel to the world zone cost?"
+    settled = Loop(
+        ScriptedModel(script), [shipping_cost, convert_units], clarify=Clarify()
+    ).run_sync(task)
+    assert settled.status == "ok" and settled.answer == "106.0"
+    tools = [(s.name, s.error) for s in settled.steps if s.kind == "tool"]
+    assert tools == [
+        ("shipping_cost", None),
+        ("convert_units", "invalid_arguments"),
+        ("convert_units", "invalid_arguments"),
+    ]
+    first, second = (str(s.output) for s in settled.steps if s.error)
+    assert "give the answer" in first and "answer the request from them now" in second
+    asked = Loop(
+        ScriptedModel(script), [shipping_cost, convert_units], clarify=Clarify(settle=False)
+    ).run_sync(task)
+    assert asked.status == "input_required" and "to_unit" in (asked.question or "")
+
+
+def test_a_call_without_arguments_is_no_result_to_settle_on() -> None:
+    guess = call("add_days", date="2023-01-01", days=30)
+    result = Loop(
+        ScriptedModel([call("today"), guess, guess]), [today, add_days], clarify=Clarify()
+    ).run_sync("What date is 30 days after my contract starts?")
+    assert result.status == "input_required" and "date" in (result.question or "")

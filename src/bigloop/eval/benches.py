@@ -54,6 +54,7 @@ SUITE_KNOBS: list[dict[str, object]] = [
     {"off": ["check_answers"]},
     {"off": ["honour_precision"]},
     {"off": ["ask_after_refusal"]},
+    {"off": ["settle"]},
 ]
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.schedule.approval import irreversible
 from bigloop.schedule.grounding import grounded
-from bigloop.schedule.policies import ACCEPT, Evidence, Verdict, guessable, slip
+from bigloop.schedule.policies import ACCEPT, SETTLE, Evidence, Verdict, guessable, slip
 
 __all__ = ["Clarify", "grounded"]
 
@@ -32,23 +32,41 @@ class Clarify:
     model, naming the value; a model that makes the call again unchanged had no better
     value, and the user is asked.
 
+    Once a call with arguments has returned a result, a small model that goes on calling
+    with values from nowhere is more often wandering past the answer (a unit conversion
+    "from kg to miles" after the shipping price it was asked for) than missing a value:
+    with `settle`, the first such call goes back to the model with the option to answer,
+    and the next one ends the calling (`SETTLE`: the planner asks for the answer from the
+    results) instead of asking the user.
+
     Attributes:
         missing: ask when a required argument is absent.
         ungrounded: act when a required string or number argument's value is mentioned
             nowhere in the conversation (values from enums and booleans are exempt); for an
             irreversible tool, nowhere in what the user said (tool results left out).
         retry_first: send an ungrounded call back to the model once before asking.
+        settle: after a result, answer from the results instead of asking (see above).
     """
 
     missing: bool = True
     ungrounded: bool = True
     retry_first: bool = True
+    settle: bool = True
     name: str = "clarify"
 
     def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
         missing, ungrounded = self._unknown(call, spec, evidence)
         if not missing and ungrounded and self.retry_first:
             note = slip(call, ungrounded)
+            guesses = evidence.guesses_after_results if self.settle else None
+            if guesses is not None:
+                if guesses:
+                    return Verdict(action="reject", message=f"{note}. {SETTLE}.")
+                return Verdict(
+                    action="reject",
+                    message=f"{note}. Use the values the request or the results give; if the "
+                    "results so far answer the request, give the answer.",
+                )
             if note.lower() not in evidence.text:  # not yet told: let the model correct it
                 return Verdict(
                     action="reject",

@@ -43,7 +43,7 @@ from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.tool import Tool
 from bigloop.schedule.approval import APPROVAL, denial, says_yes
 from bigloop.schedule.call import CallResult, Outcome, call_key, call_tool
-from bigloop.schedule.policies import AnswerCheck, CallCheck, Evidence, check_call
+from bigloop.schedule.policies import NOWHERE, AnswerCheck, CallCheck, Evidence, check_call
 from bigloop.trace.records import Step, StepKind, valid_text
 from bigloop.trace.store import TraceStore
 
@@ -372,7 +372,15 @@ class RunContext:
                 if isinstance(s.input, dict) and "question" in s.input
             }
 
-        return Evidence(texts, user=user, answers=answers)
+        def guesses() -> int | None:
+            tools = [s for s in self.steps if s.kind == "tool"]
+            first = next((i for i, s in enumerate(tools) if s.error is None and s.input), None)
+            if first is None:
+                return None
+            later = tools[first + 1 :]
+            return sum(s.error == "invalid_arguments" and NOWHERE in str(s.output) for s in later)
+
+        return Evidence(texts, user=user, answers=answers, guesses=guesses)
 
     def writes(self, name: str) -> bool:
         """Whether tool `name` has side effects (is not idempotent)."""

@@ -66,6 +66,10 @@ ACCEPT = Verdict(action="accept")
 NOWHERE = "appears nowhere in the request"
 """How the loop tells the model a value was not in the request (`Clarify`)."""
 
+SETTLE = "The results so far are all there is: answer the request from them now"
+"""How the loop tells the model to stop guessing values and answer from the results it
+has (`Clarify` with `settle`; the ReAct planner's next turn is then an answer)."""
+
 
 Texts = str | Callable[[], list[str]]
 """A text, or a function returning the texts to join (built only when read)."""
@@ -78,6 +82,9 @@ class Evidence:
     Args:
         source: the text, or a function returning the texts to join.
         answers: the user's answers to the loop's questions, by question.
+        guesses: None until a call with arguments returns a result in the run (a call
+            without arguments, such as `today()`, shows nothing about the request); then,
+            how many calls have been refused since for values from nowhere (`NOWHERE`).
         user: what the user said (the task, their turns, their answers), apart from what
             tools returned: tool results are data, and never speak for the user. Without
             it, all of `source` counts as the user's.
@@ -89,10 +96,18 @@ class Evidence:
         *,
         user: Texts | None = None,
         answers: Callable[[], dict[str, str]] | None = None,
+        guesses: Callable[[], int | None] | None = None,
     ) -> None:
         self._source = source
         self._user = user
         self._answers = answers
+        self._guesses = guesses
+
+    @cached_property
+    def guesses_after_results(self) -> int | None:
+        """None before the run's first result from a call with arguments; after it, the
+        calls refused since for values that appear nowhere in the request."""
+        return None if self._guesses is None else self._guesses()
 
     def answer_to(self, question: str) -> str | None:
         """The user's answer to the loop's own `question`, if they gave one (the answers

@@ -13,7 +13,7 @@ from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
 from bigloop.schedule.clarify import Clarify
 from bigloop.schedule.context import RunContext
 from bigloop.schedule.more_calls import MoreCalls
-from bigloop.schedule.policies import NOWHERE
+from bigloop.schedule.policies import NOWHERE, SETTLE
 from bigloop.trace.records import Step
 
 _MISTAKES = ("unknown_tool", "invalid_arguments")
@@ -108,8 +108,15 @@ class ReactPlanner:
                     ctx.count_mistakes(repeats)
                 if self.stop_after_calls and not any(s.error in _MISTAKES for s in made):
                     return
-                # A model that only repeats calls already has their results: ask for the answer.
-                answer_only = bool(made) and repeats == len(made)
+                # A model that only repeats calls already has their results, and one told to
+                # settle (`Clarify`) has all it will get: ask for the answer.
+                answer_only = bool(made) and (
+                    repeats == len(made)
+                    or (
+                        all(s.error is not None for s in made)
+                        and any(SETTLE in str(s.output) for s in made)
+                    )
+                )
             ctx.check_budget()
             if answer_only:
                 ctx.messages.append(
