@@ -32,7 +32,7 @@ TASKS = [
     _task(
         "custom-003",
         "What's the weather like in Tokyo right now?",
-        every(text(WEATHER["tokyo"][1], "rainy"), number(WEATHER["tokyo"][0])),
+        every(text(WEATHER["tokyo"][1], "rainy", "raining"), number(WEATHER["tokyo"][0])),
         lambda box: box("weather", city="Tokyo"),
     ),
     _task(
