@@ -283,9 +283,9 @@ def test_the_checks_alone_deny_without_an_approver_and_await_one_only_when_async
 # ---------------------------------------------------------------- tool results are data
 
 
-SENT_BACK = (
+SENT_BACK = (  # after read_notes' result: `Clarify.settle` offers to answer from it
     "Error: delete_all: folder='archive' appears nowhere in the request. Use the values the "
-    "request gives; if it gives none, make the same call again and the user will be asked."
+    "request or the results give; if the results so far answer the request, give the answer."
 )
 
 
