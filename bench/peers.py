@@ -31,6 +31,7 @@ import json
 import os
 import queue
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -517,6 +518,8 @@ def model_label(args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # `kill` stops the servers and agents this run started too (their `finally` blocks run)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.serve_scripted is not None:
         serve_scripted(args.serve_scripted)
         return 0
