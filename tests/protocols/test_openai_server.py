@@ -537,3 +537,46 @@ def test_peer_frameworks_call_tools_through_the_server(serve: Callable[[ChatMode
         out.stdout + out.stderr
     )
     assert out.returncode == 0
+
+
+def test_a_repeated_call_whose_result_is_known_gets_an_answer_from_the_results(
+    client: Callable[[ChatModel], openai.OpenAI],
+) -> None:
+    seen: list[Seen] = []
+
+    def repeats(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> str:
+        seen.append(Seen(messages=messages, tools=tools, settings=settings))
+        if tools:  # a small model that calls again whatever it has
+            return json.dumps(
+                {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
+            )
+        results = [m.content for m in messages if m.role == "tool"]
+        return json.dumps({"answer": f"It is {results[-1]} in Paris."})
+
+    sdk = client(FunctionModel(repeats, name="repeats"))
+    asked = {"role": "user", "content": "Weather in Paris?"}
+    made = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    }
+    first = sdk.chat.completions.create(model="m", messages=[asked], tools=[WEATHER])
+    assert function_call(first.choices[0].message).function.name == "get_weather"
+    answered = sdk.chat.completions.create(
+        model="m",
+        messages=[asked, made, {"role": "tool", "tool_call_id": "call_1", "content": "21 °C"}],
+        tools=[WEATHER],
+    )
+    assert answered.choices[0].finish_reason == "stop"
+    assert answered.choices[0].message.content == "It is 21 °C in Paris."
+    assert [len(s.tools) for s in seen] == [1, 1, 0]
+    assert "answer my request now: Weather in Paris?" in seen[-1].messages[-1].content
+    # a result not yet returned is no repeat: the call goes back to the client
+    pending = sdk.chat.completions.create(model="m", messages=[asked, made], tools=[WEATHER])
+    assert pending.choices[0].finish_reason == "tool_calls"

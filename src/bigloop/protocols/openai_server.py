@@ -6,6 +6,10 @@ request goes through `ChatModel.chat` — for the embedded model, decoding under
 built from the offered tools — and the calls go back as structured `tool_calls`, plain
 text when no call fits, or SSE chunks when `stream` is set.
 
+A model that only repeats calls whose results are already in the conversation (small
+models do, and a client without the loop's repeat check goes round until its turn limit)
+is asked once more, without tools, to answer from those results; that answer is returned.
+
 `tool_choice="required"` (or a named function) narrows the decoding: the model is shown
 bigloop's tool prompt and asked for structured output whose schema allows calls only
 (`{"tool_calls": [...]}`, no `{"answer": ...}` branch), so the embedded model's grammar
@@ -41,8 +45,9 @@ from bigloop.atoms.models.base import (
 )
 from bigloop.atoms.models.local import call_schema
 from bigloop.atoms.models.parse import to_response
-from bigloop.atoms.models.prompts import to_plain_chat
+from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE, to_plain_chat
 from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
+from bigloop.schedule.call import call_key
 from bigloop.schedule.more_calls import MoreCalls
 
 
@@ -90,11 +95,40 @@ async def reply(model: ChatModel, turn: ChatTurn) -> ModelResponse:
     """The model's reply to `turn`, its calls extended by `MoreCalls` when the client allows
     several and the model can continue its reply."""
     response = await _first_reply(model, turn)
+    if response.tool_calls and not turn.require_call and _only_repeats(response, turn.messages):
+        return await _answer_from_results(model, turn, response)
     if response.tool_calls and not turn.single_call and isinstance(model, CallContinuation):
         user = "\n".join(m.content for m in turn.messages if m.role == "user").lower()
         next_call = functools.partial(model.next_call, turn.messages, turn.tools)
         await MoreCalls().extend(response, user, lambda calls: next_call(calls, turn.settings))
     return response
+
+
+def _only_repeats(response: ModelResponse, messages: list[Message]) -> bool:
+    """Whether every call of `response` was made before and its result is in `messages`."""
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    made = {
+        call_key(c)
+        for m in messages
+        if m.role == "assistant"
+        for c in m.tool_calls
+        if c.id in answered
+    }
+    return all(call_key(c) in made for c in response.tool_calls)
+
+
+async def _answer_from_results(
+    model: ChatModel, turn: ChatTurn, repeated: ModelResponse
+) -> ModelResponse:
+    """The model's answer from the results it has, asked for without tools; the repeated
+    calls when it still gives none."""
+    task = next((m.content for m in turn.messages if m.role == "user"), "")
+    note = Message(role="user", content=ANSWER_NOW.format(task=task), name=LOOP_NOTE)
+    answer = await model.chat([*turn.messages, note], [], turn.settings)
+    if answer.error or answer.tool_calls or not answer.text.strip():
+        return repeated
+    answer.usage.add(repeated.usage)
+    return answer
 
 
 async def _first_reply(model: ChatModel, turn: ChatTurn) -> ModelResponse:
