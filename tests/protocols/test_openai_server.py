@@ -554,8 +554,8 @@ def test_a_repeated_call_whose_result_is_known_gets_an_answer_from_the_results(
         return json.dumps({"answer": f"It is {results[-1]} in Paris."})
 
     sdk = client(FunctionModel(repeats, name="repeats"))
-    asked = {"role": "user", "content": "Weather in Paris?"}
-    made = {
+    asked: Any = {"role": "user", "content": "Weather in Paris?"}
+    made: Any = {
         "role": "assistant",
         "content": None,
         "tool_calls": [
