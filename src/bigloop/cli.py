@@ -614,6 +614,33 @@ app.add_typer(optimize_app, name="optimize")
 
 
 @app.command()
+def doctor(
+    json_out: JsonOpt = False,
+    measure: Annotated[
+        bool,
+        typer.Option(
+            "--measure",
+            help="Also load the embedded model and give this machine's prompt and generation "
+            "rates (measured once, then cached), the figures a run's latency floor uses.",
+        ),
+    ] = False,
+) -> None:
+    """What the local models run on: the llama.cpp build's CPU variant and the instruction
+    sets it uses, this CPU's, the model files and their hashes. Exits 1 when something
+    would crash or fail here, with the fix."""
+    from bigloop.atoms.models.doctor import facts, problems
+
+    found = facts(measure=measure)
+    trouble = problems(found)
+    if json_out:
+        print(json.dumps({**found, "problems": trouble}, indent=2))
+    else:
+        report.print_doctor(report.make_console(), found, trouble)
+    if trouble:
+        raise typer.Exit(1)
+
+
+@app.command()
 def ui(
     trace_db: TraceDbOpt = None,
     host: Annotated[

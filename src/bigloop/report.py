@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from bigloop.atoms.models.base import Usage
 from bigloop.trace.redact import Redactor
 
 if TYPE_CHECKING:
@@ -155,9 +156,22 @@ def summary_line(result: RunResult) -> str:
     u = result.usage
     return (
         f"[dim]run {result.run_id} · {len(result.steps)} steps · "
-        f"{u.prompt_tokens}+{u.completion_tokens} tokens · {u.seconds:.1f} s in the model · "
-        f"`bigloop trace show {result.run_id}`[/]"
+        f"{u.prompt_tokens}+{u.completion_tokens} tokens · {u.seconds:.1f} s in the model"
+        f"{floor_text(u)} · `bigloop trace show {result.run_id}`[/]"
     )
+
+
+def floor_text(u: Usage) -> str:
+    """The latency account of a run or a turn, for a line ("" when the backend gave none):
+    prompt tokens read and reused, and model time against its floor."""
+    if not u.latency():
+        return ""
+    text = f" (read {u.prompt_evaluated}, reused {u.prompt_reused}"
+    if (ratio := u.floor_ratio) is not None:
+        text += f"; floor {u.floor_seconds:.1f} s, {ratio:.1f}x"
+    if u.runaway:
+        text += f"; {u.runaway} runaway cut"
+    return text + ")"
 
 
 def approval_request(call: ToolCall, redactor: Redactor | None = None) -> str:
@@ -178,7 +192,15 @@ def step_line(step: Step, redactor: Redactor | None = None) -> str:
     """One step as a line of rich markup: a model turn's calls, a tool's result, a question
     (secrets redacted; default `Redactor.from_env()`)."""
     step = _redactor(redactor).step(step)
-    tokens = f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok[/]"
+    account = ""
+    if step.kind == "model" and isinstance(step.input, dict):
+        usage = Usage.from_latency(
+            step.input.get("latency"), prompt_tokens=step.prompt_tokens, seconds=step.seconds
+        )
+        account = floor_text(usage)
+    tokens = (
+        f"[dim]{step.seconds:.2f} s, {step.prompt_tokens}+{step.completion_tokens} tok{account}[/]"
+    )
     if step.kind == "model" and isinstance(step.input, dict) and "role" in step.input:
         role = shown(step.input["role"])
         return f"[cyan]{step.index:>3} {role}[/] {shown(step.output, 300)} {tokens}"
@@ -198,6 +220,31 @@ def step_line(step: Step, redactor: Redactor | None = None) -> str:
         f"[magenta]{step.index:>3} tool[/]  {shown(step.name)} {mark} {shown(step.output, 200)} "
         f"[dim]{ms:.1f} ms[/]"
     )
+
+
+def print_doctor(console: Console, found: dict[str, Any], trouble: list[str]) -> None:
+    """`bigloop doctor`'s findings (see `bigloop.atoms.models.doctor.facts`)."""
+    llama, cpu = found["llama_cpp"], found["cpu"]
+    console.print(f"bigloop {found['bigloop']} · Python {found['python']} · {found['machine']}")
+    console.print(f"CPU: {shown(cpu['model'])} (tier {cpu['tier']}; AMX: {cpu['amx'] or 'no'})")
+    if llama["version"] is None:
+        console.print("llama.cpp: not installed (`pip install 'bigloop[local]'`)")
+    else:
+        console.print(
+            f"llama.cpp: llama-cpp-python {llama['version']}, built for "
+            f"{llama['variant'] or 'an unknown CPU'}; uses {' '.join(llama['features'])}"
+        )
+    for m in found["models"]:
+        console.print(f"model {m['name']}: {m['state']} · sha256 {m['sha256'][:16]}… · {m['file']}")
+    if rates := found.get("rates"):
+        console.print(
+            f"rates: reads {rates['prompt_tokens_per_s']} tokens/s, writes "
+            f"{rates['generation_tokens_per_s']} tokens/s"
+        )
+    for problem in trouble:
+        console.print(f"[bold red]problem:[/] {shown(problem)}")
+    if not trouble:
+        console.print("[green]ok[/]")
 
 
 def print_trace(console: Console, result: RunResult, redactor: Redactor | None = None) -> None:

@@ -3,8 +3,13 @@ user said that no earlier call used."""
 
 from __future__ import annotations
 
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from bigloop.atoms.models.base import ToolCall
-from bigloop.schedule.more_calls import refusal
+from bigloop.schedule.more_calls import doomed, refusal
 
 ASKED = "find the boiling points of water and iron at sea level, in kelvin."
 
@@ -50,3 +55,46 @@ def test_a_number_said_by_the_user_is_not_another_ticker() -> None:
     forced = ToolCall(id="", name="stock_price", arguments={"symbol": "40"})
     asked = "what do 40 shares of acme cost?"
     assert refusal(forced, [first], asked) == "a value of another kind"
+
+
+# `doomed` stops a continuation early only where `refusal` would refuse it anyway.
+
+WRITTEN = st.recursive(
+    st.one_of(
+        st.text(max_size=8),
+        st.integers(-1000, 1000),
+        st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
+        st.booleans(),
+        st.none(),
+    ),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+WORDS = st.sampled_from(["water", "iron", "40", "0", "kelvin", "six months", "a b", "ACME"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=6), WRITTEN, max_size=4),
+    st.dictionaries(st.sampled_from(["substance", "altitude", "unit"]), WORDS, max_size=3),
+    st.lists(WORDS, max_size=4),
+)
+def test_a_continuation_is_stopped_only_when_its_whole_call_would_be_refused(
+    arguments: dict[str, object], earlier: dict[str, object], said: list[str]
+) -> None:
+    user = " ".join(said).lower()
+    made = [call(**earlier)]
+    whole = json.dumps({"name": "boiling_point", "arguments": arguments})
+    test = doomed(made, user)
+    for end in range(len(whole) + 1):
+        if test(whole[:end]):
+            assert refusal(call(**arguments), made, user) is not None, whole[:end]
+            break
+
+
+def test_a_continuation_with_a_value_nobody_said_stops_at_that_value() -> None:
+    test = doomed([call(substance="water")], ASKED)
+    assert not test('{"name": "boiling_point", "arguments": {"substance": "iron"')
+    assert not test('{"name": "boiling_point", "arguments": {"substance": "iron", ')
+    assert test('{"name": "boiling_point", "arguments": {"substance": "mercury", ')
+    assert test('{"name": "boiling_point", "arguments": {"altitude": 1200}')

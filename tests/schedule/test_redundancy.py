@@ -235,7 +235,9 @@ class Continues:
     async def chat(self, messages: Any, tools: Any, settings: Any = None) -> Any:
         raise AssertionError("only next_call is used here")
 
-    async def next_call(self, messages: Any, tools: Any, calls: Any, settings: Any = None) -> Any:
+    async def next_call(
+        self, messages: Any, tools: Any, calls: Any, settings: Any = None, stop: Any = None
+    ) -> Any:
         from bigloop.atoms.models.base import ModelResponse, ToolCall
 
         self.asked += 1

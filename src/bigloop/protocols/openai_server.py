@@ -100,7 +100,9 @@ async def reply(model: ChatModel, turn: ChatTurn) -> ModelResponse:
     if response.tool_calls and not turn.single_call and isinstance(model, CallContinuation):
         user = "\n".join(m.content for m in turn.messages if m.role == "user").lower()
         next_call = functools.partial(model.next_call, turn.messages, turn.tools)
-        await MoreCalls().extend(response, user, lambda calls: next_call(calls, turn.settings))
+        await MoreCalls().extend(
+            response, user, lambda calls, stop: next_call(calls, turn.settings, stop)
+        )
     return response
 
 

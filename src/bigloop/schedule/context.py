@@ -264,13 +264,18 @@ class RunContext:
         """Whether the model can continue its reply with more calls (`continue_turn`)."""
         return isinstance(self.model, CallContinuation)
 
-    async def continue_turn(self, messages: list[Message], calls: list[ToolCall]) -> ModelResponse:
+    async def continue_turn(
+        self,
+        messages: list[Message],
+        calls: list[ToolCall],
+        stop: Callable[[str], bool] | None = None,
+    ) -> ModelResponse:
         """One more call after `calls` in the same reply, from a model that can continue
         its reply (`CallContinuation`; `MoreCalls` decides whether to keep it). Counted in
         usage and cost like a turn, within the per-step time limit."""
         if not isinstance(self.model, CallContinuation):
             return ModelResponse()
-        more = self.model.next_call(messages, self.specs, calls, self.settings)
+        more = self.model.next_call(messages, self.specs, calls, self.settings, stop)
         limit = self.budget.max_step_seconds
         try:
             response = await (asyncio.wait_for(more, limit) if limit else more)
@@ -329,6 +334,8 @@ class RunContext:
             info["route"] = response.route
         if response.answered_by:
             info["answered_by"] = response.answered_by
+        if latency := response.usage.latency():
+            info["latency"] = latency
         return Step(
             run_id=self.run_id,
             index=len(self.steps),

@@ -400,17 +400,18 @@ class CascadeModel:
         tools: list[ToolSpec],
         calls: list[ToolCall],
         settings: ModelSettings | None = None,
+        stop: Callable[[str], bool] | None = None,
     ) -> ModelResponse:
         """One more call after `calls` (`CallContinuation`): the cheap model's when it can
         continue and its call passes the check, else the strong model's; no call (an
         empty reply) when neither can continue."""
         if isinstance(self.cheap, CallContinuation):
-            response = await self.cheap.next_call(messages, tools, calls, settings)
+            response = await self.cheap.next_call(messages, tools, calls, settings, stop)
             if not response.tool_calls or self.check(response, tools, messages):
                 return _answered(response, self.cheap.name)
         if isinstance(self.strong, CallContinuation):
             self.escalated += 1
-            response = await self.strong.next_call(messages, tools, calls, settings)
+            response = await self.strong.next_call(messages, tools, calls, settings, stop)
             return _answered(response, self.strong.name)
         return ModelResponse()
 

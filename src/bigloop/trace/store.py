@@ -403,6 +403,9 @@ class TraceStore:
             completion_tokens=summary.completion_tokens,
             seconds=sum(s.seconds for s in steps if s.kind == "model"),
         )
+        for s in steps:
+            if s.kind == "model" and isinstance(s.input, dict):
+                usage.add(Usage.from_latency(s.input.get("latency")))
         return RunResult(
             run_id=summary.run_id,
             task=summary.task,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -51,20 +52,70 @@ class Message:
     name: str | None = None
 
 
+LATENCY_FIELDS = (
+    "prompt_evaluated",
+    "prompt_new",
+    "floor_seconds",
+    "prompt_seconds",
+    "generation_seconds",
+    "runaway",
+)
+"""`Usage`'s latency account, as a model step records it (`Usage.latency`)."""
+
+
 @dataclass(kw_only=True)
 class Usage:
     """Tokens and seconds. Local models also split the seconds into prompt processing and
-    generation (`prompt_seconds`, `generation_seconds`; 0 when the backend does not say)."""
+    generation (`prompt_seconds`, `generation_seconds`; 0 when the backend does not say),
+    and give the latency account: `prompt_evaluated`, the prompt tokens actually read (the
+    rest came from the KV cache or a saved prefix state), `prompt_new`, those no earlier
+    turn had (what a turn must read at least), and `floor_seconds`, the time reading
+    `prompt_new` and writing `completion_tokens` takes at this machine's measured rates
+    (`bigloop.atoms.models.rates`; 0 when unknown)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
     prompt_seconds: float = 0.0
     generation_seconds: float = 0.0
+    prompt_evaluated: int = 0
+    prompt_new: int = 0
+    floor_seconds: float = 0.0
+    runaway: int = 0
+    """Generations cut short because they repeated themselves or grew a number."""
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def prompt_reused(self) -> int:
+        """Prompt tokens not read: from the KV cache or a saved prefix state."""
+        return max(0, self.prompt_tokens - self.prompt_evaluated)
+
+    @property
+    def floor_ratio(self) -> float | None:
+        """Model seconds over the floor (None when the floor is unknown)."""
+        return self.seconds / self.floor_seconds if self.floor_seconds > 0 else None
+
+    def latency(self) -> dict[str, float | int]:
+        """The latency account as data (a model step's `input["latency"]`); empty when
+        the backend gives none."""
+        if not (self.prompt_evaluated or self.floor_seconds or self.prompt_new):
+            return {}
+        return {name: getattr(self, name) for name in LATENCY_FIELDS}
+
+    @classmethod
+    def from_latency(cls, latency: object, **known: Any) -> Usage:
+        """A `Usage` from a step's latency account (what `latency` wrote; anything else
+        in it is ignored) and the `known` fields."""
+        usage = cls(**known)
+        if isinstance(latency, dict):
+            for name in LATENCY_FIELDS:
+                value = latency.get(name)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    setattr(usage, name, type(getattr(usage, name))(value))
+        return usage
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
@@ -72,6 +123,10 @@ class Usage:
         self.seconds += other.seconds
         self.prompt_seconds += other.prompt_seconds
         self.generation_seconds += other.generation_seconds
+        self.prompt_evaluated += other.prompt_evaluated
+        self.prompt_new += other.prompt_new
+        self.floor_seconds += other.floor_seconds
+        self.runaway += other.runaway
 
 
 @dataclass(kw_only=True)
@@ -137,7 +192,7 @@ class ChatModel(Protocol):
 @runtime_checkable
 class CallContinuation(Protocol):
     """A model that can continue its own reply with one more call (the embedded model):
-    see `LocalModel.next_call`."""
+    see `LocalModel.next_call`. `stop(text so far)` True ends the call's generation."""
 
     async def next_call(
         self,
@@ -145,4 +200,5 @@ class CallContinuation(Protocol):
         tools: list[ToolSpec],
         calls: list[ToolCall],
         settings: ModelSettings | None = None,
+        stop: Callable[[str], bool] | None = None,
     ) -> ModelResponse: ...

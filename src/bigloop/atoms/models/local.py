@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +31,38 @@ from bigloop.atoms.models.base import (
 from bigloop.atoms.models.parse import to_response
 from bigloop.atoms.models.prefix_cache import PrefixStates, Warmth, common_prefix
 from bigloop.atoms.models.prompts import render_call_reply, to_plain_chat
+from bigloop.atoms.models.rates import Rates
+from bigloop.atoms.models.runaway import Runaway
 from bigloop.atoms.schema import grammar_safe
 
 _GRAMMAR_CACHE = 32
 _LOADED: dict[tuple[str, int, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
+_RATES: dict[tuple[str, int, int], Rates | None] = {}
+_CONTEXT: dict[int, list[int]] = {}
+"""The tokens each loaded model held after its last completion (by `id` of the model): a
+turn's new tokens are those past what it shares with them."""
+
+
+def _forget_stale(llama: Any) -> None:
+    """Blank the token ids past what `llama`'s KV cache holds. llama-cpp-python matches a
+    new prompt against its whole token buffer, not only the first `n_tokens`, so ids left
+    there by an earlier, longer completion could count as cached although they are not;
+    the next turn then decodes from a cache it does not have (garbage replies, seen after
+    a continued reply: '><the answer>')."""
+    llama._input_ids[llama.n_tokens :] = -1
+
+
+def _keep_prompt(llama: Any, n: int) -> None:
+    """Drop from `llama`'s KV cache what the last completion generated, keeping its first
+    `n` tokens (the prompt). The next turn then reads the reply again, in one batch with
+    what is new, as it did before the cache was kept between turns: the cache entries of
+    tokens decoded one at a time differ numerically from a batch's, enough to flip a greedy
+    choice (measured: "What is (45 + 12) / 3?" answered '><the answer>' after a
+    continued reply when they were reused, 19 when read again)."""
+    if llama.n_tokens > n and llama._ctx.kv_cache_seq_rm(-1, n, -1):
+        llama.n_tokens = n
+    _forget_stale(llama)
 
 
 def call_schema(tools: list[ToolSpec]) -> dict[str, Any]:
@@ -149,6 +176,10 @@ class LocalModel:
         key = (path, self._n_ctx, self._n_threads)
         with _LOAD_LOCK:
             if key not in _LOADED:
+                from bigloop.atoms.models.cpu import check_this_machine
+
+                if problem := check_this_machine():
+                    raise ModelUnavailable(problem)
                 try:
                     import llama_cpp
                 except ImportError:
@@ -166,6 +197,73 @@ class LocalModel:
                 except ValueError as e:
                     raise ModelUnavailable(f"Could not load {path}: {e}") from None
             return _LOADED[key]
+
+    def rates(self) -> Rates | None:
+        """This machine's prompt and generation rates for this model (measured once per
+        model file, threads, llama.cpp build and CPU tier, then cached; None with
+        `$BIGLOOP_RATES=off`)."""
+        llama = self.llama()
+        key = (str(llama.model_path), self._n_ctx, self._n_threads)
+        with _LOAD_LOCK:
+            if key not in _RATES:
+                _RATES[key] = None
+                if os.environ.get("BIGLOOP_RATES") != "off":
+                    import llama_cpp
+
+                    from bigloop.atoms.models import cpu
+                    from bigloop.atoms.models.rates import cached
+                    from bigloop.atoms.models.weights import cache_dir
+
+                    variant = cpu.recorded()
+                    path = Path(llama.model_path)
+                    name = f"{path.name}:{path.stat().st_size}:{self._n_threads}:"
+                    name += f"{llama_cpp.__version__}:{variant.name if variant else '?'}"
+                    _RATES[key] = cached(llama, name, cache_dir())
+            return _RATES[key]
+
+    def _account(
+        self,
+        llama: Any,
+        usage: dict[str, Any],
+        start: float,
+        *,
+        fixed: int = 0,
+        guard: Runaway | None = None,
+    ) -> Usage:
+        """The turn's `Usage` with its latency account (see `Usage`); `fixed`: the prompt
+        tokens a warm start had on disk."""
+        import llama_cpp
+
+        seconds = time.perf_counter() - start
+        perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
+        prompt_tokens = int(usage.get("prompt_tokens", 0))
+        completion = int(usage.get("completion_tokens", 0))
+        held = [int(t) for t in llama.input_ids[: llama.n_tokens]]
+        before = _CONTEXT.get(id(llama), [])
+        _CONTEXT[id(llama)] = held
+        prompt = held[:prompt_tokens]
+        new = prompt_tokens - max(fixed, common_prefix(prompt, before))
+        _keep_prompt(llama, prompt_tokens)
+        rates = _RATES.get((str(llama.model_path), self._n_ctx, self._n_threads))
+        return Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion,
+            seconds=seconds,
+            prompt_seconds=perf.t_p_eval_ms / 1000,
+            generation_seconds=perf.t_eval_ms / 1000,
+            prompt_evaluated=int(perf.n_p_eval),
+            prompt_new=new,
+            floor_seconds=rates.floor(new, completion) if rates else 0.0,
+            runaway=int(guard is not None and guard.cut),
+        )
+
+    def _guard(
+        self, llama: Any, start: int | None = None, stop: Callable[[str], bool] | None = None
+    ) -> Runaway:
+        def text(tokens: list[int]) -> str:
+            return bytes(llama.detokenize(tokens)).decode("utf-8", "replace")
+
+        return Runaway(start=start, text=text, stop=stop)
 
     def grammar_for(self, tools: list[ToolSpec]) -> Any:
         return self.grammar_for_schema(call_schema(tools))
@@ -197,11 +295,15 @@ class LocalModel:
         import llama_cpp
 
         llama = self.llama()
+        self.rates()
         llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
         start = time.perf_counter()
         prompts = self._prompt_states(llama)
+        fixed = 0
         try:
             if prompts is None:
+                guard = self._guard(llama)
+                _forget_stale(llama)
                 out = llama.create_chat_completion(
                     messages=chat,
                     tools=tools,
@@ -209,23 +311,17 @@ class LocalModel:
                     temperature=settings.temperature,
                     max_tokens=settings.max_tokens,
                     seed=settings.seed,
+                    stopping_criteria=llama_cpp.StoppingCriteriaList([guard]),
                 )
                 text = out["choices"][0]["message"].get("content") or ""
             else:
-                out = self._complete_warm(llama, prompts, chat, tools, grammar, settings)
+                out, fixed, guard = self._complete_warm(
+                    llama, prompts, chat, tools, grammar, settings
+                )
                 text = out["choices"][0]["text"] or ""
         except ValueError as e:  # llama.cpp reports a prompt longer than n_ctx this way
             raise ModelUnavailable(f"{self.name}: {e}") from None
-        seconds = time.perf_counter() - start
-        perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
-        usage = out.get("usage") or {}
-        return text, Usage(
-            prompt_tokens=usage.get("prompt_tokens", 0),
-            completion_tokens=usage.get("completion_tokens", 0),
-            seconds=seconds,
-            prompt_seconds=perf.t_p_eval_ms / 1000,
-            generation_seconds=perf.t_eval_ms / 1000,
-        )
+        return text, self._account(llama, out.get("usage") or {}, start, fixed=fixed, guard=guard)
 
     def _prompt_states(self, llama: Any) -> tuple[PrefixStates, Any] | None:
         """The prefix states and the chat formatter of the model's own template (None:
@@ -271,10 +367,11 @@ class LocalModel:
         tools: list[dict[str, Any]] | None,
         grammar: Any,
         settings: ModelSettings,
-    ) -> Any:
+    ) -> tuple[Any, int, Runaway]:
         """`create_chat_completion`, with the prompt's fixed prefix loaded from disk: the
         same template, tokens and sampling; the prefix is what the prompt shares with the
-        same conversation up to a placeholder first request."""
+        same conversation up to a placeholder first request. Also the prefix's length and
+        the runaway guard the completion ran with."""
         states, formatter = prompts
         result = formatter(messages=chat, tools=tools)
 
@@ -293,15 +390,21 @@ class LocalModel:
             self._probes[key] = probe
         fixed = common_prefix(prompt, probe)
         self.last_warmth = states.warm(llama, prompt[:fixed])
-        return llama.create_completion(
+        import llama_cpp
+
+        guard = self._guard(llama, len(prompt))
+        _forget_stale(llama)
+        criteria = llama_cpp.StoppingCriteriaList([*(result.stopping_criteria or []), guard])
+        out = llama.create_completion(
             prompt=prompt,
             grammar=grammar,
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
             seed=settings.seed,
             stop=result.stop,
-            stopping_criteria=result.stopping_criteria,
+            stopping_criteria=criteria,
         )
+        return out, fixed, guard
 
     async def chat(
         self,
@@ -328,6 +431,7 @@ class LocalModel:
         tools: list[ToolSpec],
         calls: list[ToolCall],
         settings: ModelSettings | None = None,
+        stop: Callable[[str], bool] | None = None,
     ) -> ModelResponse:
         """The call this model writes after `calls` when its reply must go on: the reply
         so far is put in its mouth and one more call decoded under the tools' grammar
@@ -335,7 +439,9 @@ class LocalModel:
         empty response) for a model without its own chat template.
 
         Small models stop after the first of several calls a request needs; forced to
-        go on, they mostly write the next one. Whether to keep it is the caller's call.
+        go on, they mostly write the next one. Whether to keep it is the caller's call;
+        `stop`, given the call's text so far, ends its generation early when True (the
+        caller would refuse it anyway; the reply then has no call).
         """
         settings = settings or ModelSettings()
         chat = to_plain_chat(messages, tools)
@@ -348,7 +454,7 @@ class LocalModel:
             grammar = await asyncio.to_thread(self.grammar_for_schema, one_call_schema(tools))
             prompt = formatter(messages=chat).prompt + prefix
             raw, usage = await asyncio.to_thread(
-                self._complete_text, llama, prompt, grammar, settings
+                self._complete_text, llama, prompt, grammar, settings, stop
             )
         try:
             data = json.loads(raw)
@@ -360,11 +466,22 @@ class LocalModel:
         return ModelResponse(tool_calls=[call], raw=prefix + raw + "]}", usage=usage)
 
     def _complete_text(
-        self, llama: Any, prompt: str, grammar: Any, settings: ModelSettings
+        self,
+        llama: Any,
+        prompt: str,
+        grammar: Any,
+        settings: ModelSettings,
+        stop: Callable[[str], bool] | None = None,
     ) -> tuple[str, Usage]:
-        """A blocking completion of raw prompt text (special tokens read as such)."""
+        """A blocking completion of raw prompt text (special tokens read as such); `stop`
+        sees the text generated so far and ends the generation when True."""
+        import llama_cpp
+
+        llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
         start = time.perf_counter()
         tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        guard = self._guard(llama, len(tokens), stop)
+        _forget_stale(llama)
         try:
             out = llama.create_completion(
                 prompt=tokens,
@@ -372,19 +489,13 @@ class LocalModel:
                 temperature=settings.temperature,
                 max_tokens=settings.max_tokens,
                 seed=settings.seed,
+                stopping_criteria=llama_cpp.StoppingCriteriaList([guard]),
             )
         except ValueError as e:
-            raise ModelUnavailable(f"{self.name}: {e}") from None
-        finally:
-            # The next chat turn must not reuse this completion's KV cache: reused after a
-            # raw-text completion, it gave garbage replies ('><the answer>'); measured by
-            # tests/real/test_more_calls_real.py. The fixed prefix reloads from disk.
             llama.reset()
-        usage = out.get("usage") or {}
-        return out["choices"][0]["text"] or "", Usage(
-            prompt_tokens=usage.get("prompt_tokens", 0),
-            completion_tokens=usage.get("completion_tokens", 0),
-            seconds=time.perf_counter() - start,
+            raise ModelUnavailable(f"{self.name}: {e}") from None
+        return out["choices"][0]["text"] or "", self._account(
+            llama, out.get("usage") or {}, start, guard=guard
         )
 
     async def stream(

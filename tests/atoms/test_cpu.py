@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bigloop.atoms.models import cpu
+
+SCRIPT = Path(cpu.__file__)
+AVX2_MACHINE = "fpu sse sse2 ssse3 sse4_1 sse4_2 avx f16c fma bmi2 avx2 popcnt"
+AMX_MACHINE = (
+    f"{AVX2_MACHINE} avx512f avx512cd avx512vl avx512dq avx512bw avx512vbmi avx512_vnni "
+    "avx512_bf16 avx_vnni amx_tile amx_int8 amx_bf16"
+)
+
+
+def options(args: list[str]) -> dict[str, str]:
+    return dict(a.removeprefix("-D").split("=") for a in args)
+
+
+def test_a_machine_without_avx512_gets_the_avx2_build() -> None:
+    variant = cpu.choose(set(AVX2_MACHINE.split()), "x86_64")
+    args = options(variant.cmake_args())
+    assert variant.name == "avx2"
+    assert args["GGML_NATIVE"] == "OFF"
+    assert args["GGML_AVX2"] == args["GGML_FMA"] == args["GGML_F16C"] == "ON"
+    assert args["GGML_AVX512"] == args["GGML_AVX512_VNNI"] == args["GGML_AVX_VNNI"] == "OFF"
+    assert set(variant.needs) <= set(AVX2_MACHINE.split())
+
+
+def test_amx_is_never_built_even_where_the_cpu_has_it() -> None:
+    variant = cpu.choose(set(AMX_MACHINE.split()), "x86_64")
+    args = options(variant.cmake_args())
+    assert variant.name == "avx512"
+    assert args["GGML_AMX_TILE"] == args["GGML_AMX_INT8"] == args["GGML_AMX_BF16"] == "OFF"
+    assert args["GGML_NATIVE"] == "OFF"
+    assert not any(n.startswith("amx") for n in variant.needs)
+
+
+def test_every_option_is_named_so_ggml_turns_nothing_on_by_itself() -> None:
+    # With GGML_NATIVE=OFF ggml turns AVX/AVX2/FMA/F16C/BMI2 on unless told otherwise.
+    args = options(cpu.choose(set(), "x86_64").cmake_args())
+    assert cpu.choose(set(), "x86_64").name == "x86-64"
+    assert {k for k, v in args.items() if v == "ON"} == set()
+
+
+def test_an_avx512_machine_without_vbmi_leaves_vbmi_off() -> None:
+    flags = set(AMX_MACHINE.split()) - {"avx512vbmi"}
+    args = options(cpu.choose(flags, "x86_64").cmake_args())
+    assert args["GGML_AVX512"] == "ON" and args["GGML_AVX512_VBMI"] == "OFF"
+
+
+def test_other_architectures_build_generic() -> None:
+    variant = cpu.choose({"neon", "asimd"}, "aarch64")
+    assert variant.name == "aarch64-generic"
+    assert variant.cmake_args() == ["-DGGML_NATIVE=OFF"]
+
+
+def test_setup_runs_the_module_as_a_script_with_assumed_flags(tmp_path: Path) -> None:
+    # scripts/setup.sh runs exactly this, with BIGLOOP_CPU_FLAGS as --flags.
+    run = [sys.executable, str(SCRIPT), "--flags", AVX2_MACHINE]
+    printed = subprocess.run([*run, "--cmake-args"], capture_output=True, text=True, check=True)
+    assert "-DGGML_AVX2=ON" in printed.stdout and "-DGGML_AVX512=OFF" in printed.stdout
+    subprocess.run([*run, "--record", str(tmp_path)], capture_output=True, check=True)
+    assert json.loads((tmp_path / cpu.RECORD_NAME).read_text())["name"] == "avx2"
+    assert cpu.recorded(str(tmp_path)) == cpu.choose(set(AVX2_MACHINE.split()), "x86_64")
+
+
+def test_a_venv_built_for_more_than_this_cpu_is_refused_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    variant = cpu.Variant(name="future", machine="x86_64", options=(), needs=("avx1024",))
+    (tmp_path / cpu.RECORD_NAME).write_text(json.dumps(variant.__dict__))
+    problem = cpu.check_this_machine(str(tmp_path))
+    assert problem is not None and "avx1024" in problem and "make setup" in problem
+    assert cpu.check_this_machine(str(tmp_path / "none")) is None
+
+
+def test_system_info_is_read_into_cpu_flags() -> None:
+    info = "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | AVX512 = 1 | AMX_INT8 = 0"
+    assert cpu.reported_features(info) == {"pni", "avx", "avx2", "f16c", "fma", "avx512f"}
+    assert "amx_int8" in cpu.reported_features("CPU : AMX_INT8 = 1 | ")
+
+
+def test_cpuinfo_flags_are_read_from_the_first_cpu() -> None:
+    text = "processor\t: 0\nflags\t\t: fpu avx avx2\n\nprocessor\t: 1\nflags\t\t: fpu\n"
+    assert cpu.cpu_flags(text) == {"fpu", "avx", "avx2"}
