@@ -68,5 +68,9 @@ class ModelUnavailable(RunFailure):
     """The model could not be loaded or reached."""
 
 
+class ModelBusy(ModelUnavailable):
+    """The model's queue of waiting requests is full (a server answers 503: retry later)."""
+
+
 class ToolFailure(RunFailure):
     """A tool raised or timed out."""

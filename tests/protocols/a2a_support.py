@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractContextManager, aclosing
 from typing import Any, cast
 
+import httpx
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, StreamResponse, TaskState
 
@@ -85,17 +86,24 @@ def user_message(text: str, task_id: str = "", context_id: str = "") -> SendMess
     return SendMessageRequest(message=message)
 
 
+CLIENT_TIMEOUT = 600.0
+"""Seconds the test client waits for a served loop's next event."""
+
+
 async def send(
     url: str, text: str, task_id: str = "", context_id: str = ""
 ) -> list[StreamResponse]:
     """Every event of one streamed request, through the SDK's client."""
-    client = await ClientFactory(ClientConfig()).create_from_url(url)
-    try:
-        stream = client.send_message(user_message(text, task_id, context_id))
-        async with aclosing(cast(AsyncGenerator[StreamResponse], stream)):
-            return [event async for event in stream]
-    finally:
-        await client.close()
+    # An explicit, generous timeout: the SDK's default gave up before the served 0.5B
+    # streamed its first step on a slow machine. Tests wait on events, not on speed.
+    async with httpx.AsyncClient(timeout=httpx.Timeout(CLIENT_TIMEOUT, connect=30.0)) as http:
+        client = await ClientFactory(ClientConfig(httpx_client=http)).create_from_url(url)
+        try:
+            stream = client.send_message(user_message(text, task_id, context_id))
+            async with aclosing(cast(AsyncGenerator[StreamResponse], stream)):
+                return [event async for event in stream]
+        finally:
+            await client.close()
 
 
 def shown(events: list[StreamResponse]) -> list[tuple[str, str, str]]:

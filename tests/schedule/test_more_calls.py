@@ -59,8 +59,12 @@ def test_a_number_said_by_the_user_is_not_another_ticker() -> None:
 
 # `doomed` stops a continuation early only where `refusal` would refuse it anyway.
 
+WORDS = st.sampled_from(["water", "iron", "40", "0", "kelvin", "six months", "a b", "ACME"])
 WRITTEN = st.recursive(
     st.one_of(
+        WORDS,
+        WORDS.map(lambda w: w.upper().replace(" ", "_")),
+        WORDS.map(lambda w: f" {w[:3]}"),
         st.text(max_size=8),
         st.integers(-1000, 1000),
         st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
@@ -70,10 +74,9 @@ WRITTEN = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
     max_leaves=6,
 )
-WORDS = st.sampled_from(["water", "iron", "40", "0", "kelvin", "six months", "a b", "ACME"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(
     st.dictionaries(st.text(min_size=1, max_size=6), WRITTEN, max_size=4),
     st.dictionaries(st.sampled_from(["substance", "altitude", "unit"]), WORDS, max_size=3),
@@ -98,3 +101,12 @@ def test_a_continuation_with_a_value_nobody_said_stops_at_that_value() -> None:
     assert not test('{"name": "boiling_point", "arguments": {"substance": "iron", ')
     assert test('{"name": "boiling_point", "arguments": {"substance": "mercury", ')
     assert test('{"name": "boiling_point", "arguments": {"altitude": 1200}')
+
+
+def test_a_string_nobody_said_stops_while_it_is_being_written() -> None:
+    test = doomed([call(substance="water")], ASKED)
+    assert not test('{"name": "boiling_point", "arguments": {"substance": "ir')
+    assert not test('{"name": "boiling_point", "arguments": {"substance": "wat')
+    assert test('{"name": "boiling_point", "arguments": {"substance": "merc')
+    assert not test('{"name": "boiling_point", "arguments": {"substance": "1_0')  # a number?
+    assert not test('{"name": "boiling_point", "arguments": {"subst')  # a key

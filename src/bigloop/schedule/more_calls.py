@@ -95,58 +95,103 @@ def refusal(call: ToolCall, calls: list[ToolCall], user: str) -> str | None:
 
 def doomed(calls: list[ToolCall], user: str) -> Callable[[str], bool]:
     """A test of a continuation's text so far (`{"name": ..., "arguments": {...`): True once
-    `refusal` is certain to refuse the call, because a whole argument value is new (no call
-    of `calls` used it) and the user (`user`, lower case) never said it."""
+    `refusal` is certain to refuse the call, because an argument value is new (no call of
+    `calls` used it) and the user (`user`, lower case) never said it. A string still being
+    written counts once no value the user said or a call used can start with it."""
     used = {_norm(v) for c in calls for v in scalars(c.arguments)}
 
     def test(text: str) -> bool:
         start = text.find('"arguments"')
         if start < 0:
             return False
-        for value in _whole_values(text[start + len('"arguments"') :]):
-            if _norm(value) not in used and not _said(value, user):
+        for value, whole in _values(text[start + len('"arguments"') :]):
+            if whole and _norm(value) not in used and not _said(value, user):
+                return True
+            if not whole and _cannot_become_said(str(value), used, user):
                 return True
         return False
 
     return test
 
 
-def _whole_values(text: str) -> Iterator[str | int | float]:
-    """The strings and numbers of a JSON text's start that are complete values: closed, and
-    followed by what ends a value (a string followed by ":" is a key)."""
+_NUMBER_LIKE = frozenset("0123456789.eE+-_infatyINFATY \t\n")
+"""Characters of text `float()` may read as a number ("1_000", " 12 ", "inf", "nan")."""
+
+
+def _cannot_become_said(partial: str, used: set[str], user: str) -> bool:
+    """Whether no string value starting with `partial` can be said by the user or equal a
+    value a call used (text that could still become a number is left alone)."""
+    core = partial.strip()
+    if not core or set(core) <= _NUMBER_LIKE:
+        return False
+    if any(u.startswith(core.lower()) for u in used):
+        return False
+    return core.lower().replace("_", " ").strip() not in user
+
+
+def _values(text: str) -> Iterator[tuple[str | int | float, bool]]:
+    """The argument values at a JSON text's start (after `"arguments"`), with whether each is
+    whole: strings once closed, numbers once something follows them; a string value still
+    being written comes last, not whole (keys are told from values by position)."""
+    stack: list[str] = []
+    want_value = True  # the text starts at ': {' after "arguments"
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
-        if ch == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            if end >= n:
-                return  # the string is still being written
-            after = text[end + 1 :].lstrip()
-            if not after:
+        if ch == '"' or (want_value and (ch == "-" or ch.isdigit())):
+            end, value, whole = _scalar(text, i)
+            if want_value and value is not None:
+                yield value, whole
+            if end is None:
                 return
-            if after[0] in ",}]":
-                try:
-                    yield json.loads(text[i : end + 1])
-                except ValueError:
-                    return
-            i = end + 1
-        elif ch == "-" or ch.isdigit():
-            end = i + 1
-            while end < n and (text[end].isdigit() or text[end] in ".eE+-"):
-                end += 1
-            after = text[end:].lstrip()
-            if not after:
-                return
-            if after[0] in ",}]":
-                try:
-                    yield json.loads(text[i:end])
-                except ValueError:
-                    pass
             i = end
-        else:
-            i += 1
+            continue
+        if ch in "{[":
+            stack.append(ch)
+            want_value = ch == "["
+        elif ch in "}]" and stack:
+            stack.pop()
+        elif ch == ":":
+            want_value = True
+        elif ch == ",":
+            want_value = bool(stack) and stack[-1] == "["
+        i += 1
+
+
+def _scalar(text: str, i: int) -> tuple[int | None, str | int | float | None, bool]:
+    """The string or number starting at `text[i]`: where it ends (None: at the text's end,
+    still being written), its value (None: unreadable or a number not yet ended) and
+    whether it is whole."""
+    n = len(text)
+    end = i + 1
+    if text[i] == '"':
+        while end < n and text[end] != '"':
+            end += 2 if text[end] == "\\" else 1
+        if end >= n:
+            return None, _partial_string(text[i + 1 :]), False
+        try:
+            return end + 1, json.loads(text[i : end + 1]), True
+        except ValueError:
+            return None, None, False
+    while end < n and (text[end].isdigit() or text[end] in ".eE+-"):
+        end += 1
+    if end >= n:
+        return None, None, False  # more digits may follow
+    try:
+        return end, json.loads(text[i:end]), True
+    except ValueError:
+        return end, None, False
+
+
+def _partial_string(raw: str) -> str:
+    """The text of an unclosed JSON string's body so far (a cut escape left out)."""
+    for cut in range(min(len(raw), 6) + 1):
+        try:
+            value = json.loads('"' + raw[: len(raw) - cut] + '"')
+        except ValueError:
+            continue
+        return str(value)
+    return ""
 
 
 def _kind(value: Any) -> str:

@@ -8,17 +8,18 @@ that was offered, arguments shaped like its schema, or a final answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bigloop._errors import ModelUnavailable, UserError
+from bigloop._errors import ModelBusy, ModelUnavailable, UserError
 from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import (
     Message,
@@ -39,9 +40,35 @@ _GRAMMAR_CACHE = 32
 _LOADED: dict[tuple[str, int, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
 _RATES: dict[tuple[str, int, int], Rates | None] = {}
+_IN_USE: dict[int, threading.Lock] = {}
+"""One lock per loaded model (by `id`): every `LocalModel` of the same file shares its
+llama.cpp context, and only one completion may run in it at a time."""
 _CONTEXT: dict[int, list[int]] = {}
 """The tokens each loaded model held after its last completion (by `id` of the model): a
 turn's new tokens are those past what it shares with them."""
+
+
+FAST_GRAMMAR = os.environ.get("BIGLOOP_FAST_GRAMMAR", "on") != "off"
+"""Greedy turns check the grammar on the best tokens first (`TopFirstGrammar`);
+`$BIGLOOP_FAST_GRAMMAR=off` applies it to the whole vocabulary, as llama-cpp-python does."""
+
+
+@contextlib.contextmanager
+def _sampling(llama: Any, grammar: Any, settings: ModelSettings) -> Iterator[dict[str, Any]]:
+    """The completion's grammar arguments: greedy turns get `TopFirstGrammar`, the same
+    choice at a fraction of the cost; sampled turns llama-cpp-python's own grammar."""
+    if grammar is None or settings.temperature != 0 or not FAST_GRAMMAR:
+        yield {"grammar": grammar}
+        return
+    import llama_cpp
+
+    from bigloop.atoms.models.fast_grammar import TopFirstGrammar
+
+    fast = TopFirstGrammar(llama, grammar)
+    try:
+        yield {"logits_processor": llama_cpp.LogitsProcessorList([fast])}
+    finally:
+        fast.close()
 
 
 def _forget_stale(llama: Any) -> None:
@@ -109,6 +136,9 @@ class LocalModel:
         n_threads: CPU threads; defaults to the number of cores.
         grammar: constrain replies to the call/answer schema (recommended).
         name: the model's name in traces (default: the file's name).
+        max_waiting: requests that may wait for the model while it serves another (one
+            model in a process serves one request at a time; servers queue the rest); one
+            more raises `ModelBusy` (a server's 503).
         prefix_cache: keep the state of each prompt's fixed prefix (system prompt and
             tool schemas) on disk, so a new process skips evaluating it (`PrefixStates`):
             True uses `$BIGLOOP_PREFIX_CACHE` ("off" turns it off) or the user cache
@@ -124,6 +154,7 @@ class LocalModel:
         grammar: bool = True,
         prefix_cache: bool | str | Path = True,
         name: str | None = None,
+        max_waiting: int = 64,
     ) -> None:
         if path is not None and not Path(path).is_file():
             raise UserError(f"Model file {path} does not exist. Pass the path of a .gguf file.")
@@ -134,6 +165,8 @@ class LocalModel:
         self._grammar = grammar
         self._grammars: OrderedDict[str, Any] = OrderedDict()
         self._lock = asyncio.Lock()
+        self._waiting = 0
+        self._max_waiting = max_waiting
         self._ids = itertools.count(1)
         self._prefix_folder: Path | None = None
         if prefix_cache is True:
@@ -151,6 +184,28 @@ class LocalModel:
         self._probes: dict[str, list[int]] = {}
         self.last_warmth: Warmth | None = None
         """How the last completion's fixed prefix was obtained (see `PrefixStates.warm`)."""
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """Wait for the model (at most `max_waiting` may wait), then hold it."""
+        if self._lock.locked() and self._waiting >= self._max_waiting:
+            raise ModelBusy(
+                f"{self.name} is busy: {self._waiting} requests are already waiting; retry later"
+            )
+        self._waiting += 1
+        try:
+            await self._lock.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for the model now."""
+        return self._waiting
 
     @property
     def name(self) -> str:
@@ -196,7 +251,12 @@ class LocalModel:
                     )
                 except ValueError as e:
                     raise ModelUnavailable(f"Could not load {path}: {e}") from None
+                _IN_USE[id(_LOADED[key])] = threading.Lock()
             return _LOADED[key]
+
+    def count_tokens(self, text: str) -> int:
+        """How many tokens `text` is for this model."""
+        return len(self.llama().tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def rates(self) -> Rates | None:
         """This machine's prompt and generation rates for this model (measured once per
@@ -292,9 +352,20 @@ class LocalModel:
         tools: list[dict[str, Any]] | None = None,
     ) -> tuple[str, Usage]:
         """One blocking chat completion; the raw text and its usage."""
+        llama = self.llama()
+        with _IN_USE[id(llama)]:
+            return self._complete_chat(llama, chat, settings, grammar, tools)
+
+    def _complete_chat(
+        self,
+        llama: Any,
+        chat: list[dict[str, str]],
+        settings: ModelSettings,
+        grammar: Any,
+        tools: list[dict[str, Any]] | None,
+    ) -> tuple[str, Usage]:
         import llama_cpp
 
-        llama = self.llama()
         self.rates()
         llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
         start = time.perf_counter()
@@ -302,17 +373,17 @@ class LocalModel:
         fixed = 0
         try:
             if prompts is None:
-                guard = self._guard(llama)
+                guard = None  # create_chat_completion takes no stopping criteria
                 _forget_stale(llama)
-                out = llama.create_chat_completion(
-                    messages=chat,
-                    tools=tools,
-                    grammar=grammar,
-                    temperature=settings.temperature,
-                    max_tokens=settings.max_tokens,
-                    seed=settings.seed,
-                    stopping_criteria=llama_cpp.StoppingCriteriaList([guard]),
-                )
+                with _sampling(llama, grammar, settings) as sampling:
+                    out = llama.create_chat_completion(
+                        messages=chat,
+                        tools=tools,
+                        temperature=settings.temperature,
+                        max_tokens=settings.max_tokens,
+                        seed=settings.seed,
+                        **sampling,
+                    )
                 text = out["choices"][0]["message"].get("content") or ""
             else:
                 out, fixed, guard = self._complete_warm(
@@ -390,20 +461,23 @@ class LocalModel:
             self._probes[key] = probe
         fixed = common_prefix(prompt, probe)
         self.last_warmth = states.warm(llama, prompt[:fixed])
+        if self.last_warmth in ("saved", "short"):
+            fixed = 0  # read now: part of what this turn had to read
         import llama_cpp
 
         guard = self._guard(llama, len(prompt))
         _forget_stale(llama)
         criteria = llama_cpp.StoppingCriteriaList([*(result.stopping_criteria or []), guard])
-        out = llama.create_completion(
-            prompt=prompt,
-            grammar=grammar,
-            temperature=settings.temperature,
-            max_tokens=settings.max_tokens,
-            seed=settings.seed,
-            stop=result.stop,
-            stopping_criteria=criteria,
-        )
+        with _sampling(llama, grammar, settings) as sampling:
+            out = llama.create_completion(
+                prompt=prompt,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                seed=settings.seed,
+                stop=result.stop,
+                stopping_criteria=criteria,
+                **sampling,
+            )
         return out, fixed, guard
 
     async def chat(
@@ -416,7 +490,7 @@ class LocalModel:
         if settings.response_schema is not None:
             return await self._structured(messages, settings, settings.response_schema)
         chat = to_plain_chat(messages, tools)
-        async with self._lock:
+        async with self._turn():
             grammar = await asyncio.to_thread(self.grammar_for, tools) if self._grammar else None
             raw, usage = await asyncio.to_thread(
                 self.complete_chat, chat, settings=settings, grammar=grammar
@@ -447,7 +521,7 @@ class LocalModel:
         chat = to_plain_chat(messages, tools)
         reply = render_call_reply(Message(role="assistant", tool_calls=calls))
         prefix = reply[: reply.rindex("]")].rstrip() + ", "
-        async with self._lock:
+        async with self._turn():
             llama = await asyncio.to_thread(self.llama)
             if not tools or not calls or (formatter := self._formatter(llama)) is None:
                 return ModelResponse()
@@ -475,6 +549,17 @@ class LocalModel:
     ) -> tuple[str, Usage]:
         """A blocking completion of raw prompt text (special tokens read as such); `stop`
         sees the text generated so far and ends the generation when True."""
+        with _IN_USE[id(llama)]:
+            return self._complete_text_held(llama, prompt, grammar, settings, stop)
+
+    def _complete_text_held(
+        self,
+        llama: Any,
+        prompt: str,
+        grammar: Any,
+        settings: ModelSettings,
+        stop: Callable[[str], bool] | None,
+    ) -> tuple[str, Usage]:
         import llama_cpp
 
         llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
@@ -483,14 +568,15 @@ class LocalModel:
         guard = self._guard(llama, len(tokens), stop)
         _forget_stale(llama)
         try:
-            out = llama.create_completion(
-                prompt=tokens,
-                grammar=grammar,
-                temperature=settings.temperature,
-                max_tokens=settings.max_tokens,
-                seed=settings.seed,
-                stopping_criteria=llama_cpp.StoppingCriteriaList([guard]),
-            )
+            with _sampling(llama, grammar, settings) as sampling:
+                out = llama.create_completion(
+                    prompt=tokens,
+                    temperature=settings.temperature,
+                    max_tokens=settings.max_tokens,
+                    seed=settings.seed,
+                    stopping_criteria=llama_cpp.StoppingCriteriaList([guard]),
+                    **sampling,
+                )
         except ValueError as e:
             llama.reset()
             raise ModelUnavailable(f"{self.name}: {e}") from None
@@ -514,9 +600,14 @@ class LocalModel:
 
         def generate() -> None:
             llama = self.llama()
+            with _IN_USE[id(llama)]:
+                held(llama)
+
+        def held(llama: Any) -> None:
             llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
             start = time.perf_counter()
             n = 0
+            _forget_stale(llama)
             try:
                 chunks = llama.create_chat_completion(
                     messages=chat,
@@ -534,8 +625,9 @@ class LocalModel:
                     if stop.is_set():
                         break
                 perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
+                _keep_prompt(llama, max(0, llama.n_tokens - n))
                 usage: str | Usage | BaseException = Usage(
-                    prompt_tokens=max(0, llama.n_tokens - n),
+                    prompt_tokens=llama.n_tokens,
                     completion_tokens=n,
                     seconds=time.perf_counter() - start,
                     prompt_seconds=perf.t_p_eval_ms / 1000,
@@ -545,7 +637,7 @@ class LocalModel:
                 usage = ModelUnavailable(f"{self.name}: {e}")
             loop.call_soon_threadsafe(pieces.put_nowait, usage)
 
-        async with self._lock:
+        async with self._turn():
             worker = asyncio.ensure_future(asyncio.to_thread(generate))
             try:
                 while True:
@@ -563,7 +655,7 @@ class LocalModel:
         self, messages: list[Message], settings: ModelSettings, schema: dict[str, Any]
     ) -> ModelResponse:
         chat = [{"role": m.role, "content": m.content} for m in messages]
-        async with self._lock:
+        async with self._turn():
             grammar = await asyncio.to_thread(self.grammar_for_schema, schema)
             raw, usage = await asyncio.to_thread(
                 self.complete_chat, chat, settings=settings, grammar=grammar

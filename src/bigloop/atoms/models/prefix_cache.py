@@ -23,18 +23,25 @@ MIN_PREFIX_TOKENS = 64
 
 
 class PrefixStates:
-    """Prefix states of one model in `folder`, at most `keep` of them (oldest removed).
+    """Prefix states of one model in `folder`, at most `keep` of them and `max_bytes` in
+    all (the least recently used removed first).
 
     Args:
         folder: where the states are kept.
         model_key: identifies the model file and the context settings; states of other
             models never load.
+        keep: states kept. Each tool set, and each order of it (tools are ranked per
+            task), is a prefix of its own: the suite's test split alone makes dozens.
+        max_bytes: their size in all (a 700-token prefix of the 0.5B is ~8 MB).
     """
 
-    def __init__(self, folder: Path, model_key: str, *, keep: int = 16) -> None:
+    def __init__(
+        self, folder: Path, model_key: str, *, keep: int = 64, max_bytes: int = 512 << 20
+    ) -> None:
         self.folder = folder
         self.model_key = model_key
         self.keep = keep
+        self.max_bytes = max_bytes
 
     def warm(self, llama: Any, prefix: Sequence[int]) -> Warmth:
         """Make `llama`'s KV cache start with `prefix`: already there ("live"), loaded
@@ -85,8 +92,18 @@ class PrefixStates:
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_bytes(bytes(buffer)[:written])
         partial.replace(path)  # atomic: a concurrent reader sees all of it or nothing
-        states = sorted(self.folder.glob("*.state"), key=lambda p: p.stat().st_mtime)
-        for old in states[: max(0, len(states) - self.keep)]:
+        states = []
+        for state in self.folder.glob("*.state"):
+            try:
+                st = state.stat()
+            except OSError:  # removed by another process meanwhile
+                continue
+            states.append((st.st_mtime, st.st_size, state))
+        states.sort()
+        total = sum(size for _, size, _ in states)
+        while states and (len(states) > self.keep or total > self.max_bytes):
+            _, size, old = states.pop(0)
+            total -= size
             old.unlink(missing_ok=True)
 
 

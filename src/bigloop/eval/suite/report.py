@@ -32,6 +32,12 @@ class Summary:
     missed_asks: tuple[int, int]
     turns_by_model: dict[str, int] | None = None
     """Model turns per model that wrote them, when more than one did (a cascade)."""
+    p50_floor_ratio: float | None = None
+    """Median over tasks of model seconds / floor seconds (None: no floor known)."""
+    p50_model_seconds: float = 0.0
+    worst_generation: list[tuple[str, int, int]] | None = None
+    """The 5 model turns that generated most over what their kept calls take:
+    (task id, generated, needed)."""
 
     @property
     def accuracy(self) -> float:
@@ -68,7 +74,22 @@ def summarize(results: list[Result]) -> Summary:
         false_asks=(sum(r.asked for r in complete), len(complete)),
         missed_asks=(sum(not r.asked for r in lacking), len(lacking)),
         turns_by_model=dict(by_model.most_common()) if len(by_model) > 1 else None,
+        p50_floor_ratio=_median_ratio(results),
+        p50_model_seconds=percentile([r.model_seconds for r in results], 0.5),
+        worst_generation=_worst_generation(results),
     )
+
+
+def _median_ratio(results: list[Result]) -> float | None:
+    ratios = [r.model_seconds / r.floor_seconds for r in results if r.floor_seconds > 0]
+    return percentile(ratios, 0.5) if ratios else None
+
+
+def _worst_generation(results: list[Result]) -> list[tuple[str, int, int]] | None:
+    turns = [(r.id, g, n) for r in results for g, n in r.generated if n > 0]
+    if not turns:
+        return None
+    return sorted(turns, key=lambda t: t[1] / t[2], reverse=True)[:5]
 
 
 def _share(k: int, n: int) -> str:
@@ -92,6 +113,19 @@ def markdown(summary: Summary, *, title: str) -> str:
         "False asks: tasks that have every value they need but ended with a question. "
         "Missed asks: missing_value tasks answered without asking.",
     ]
+    if summary.p50_floor_ratio is not None:
+        lines += [
+            "",
+            f"Latency: model time p50 {summary.p50_model_seconds:.2f} s per task, "
+            f"{summary.p50_floor_ratio:.2f}x its floor at the median (the floor: the new "
+            "tokens each turn had to read and the tokens it wrote, at this machine's "
+            "measured rates).",
+        ]
+    if summary.worst_generation:
+        worst = ", ".join(
+            f"{task} {g}/{n} ({g / n:.1f}x)" for task, g, n in summary.worst_generation
+        )
+        lines += ["", f"Most generated over what the kept calls or answer take: {worst}."]
     if summary.turns_by_model:
         lines += [
             "",

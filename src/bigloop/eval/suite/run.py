@@ -26,9 +26,11 @@ from pydantic import PrivateAttr
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
+from bigloop.atoms.models.prompts import render_call_reply
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
 from bigloop.loop import Loop
+from bigloop.trace.records import Step
 from bigloop.trace.store import TraceStore
 
 from .catalog import assignment
@@ -60,6 +62,14 @@ class Result:
     """[kind, name, input, output (cut), error] per step, to read failures."""
     answered_by: list[str] = field(default_factory=list)
     """Per model turn, the model that wrote it (a cascade's cheap or strong model)."""
+    model_seconds: float = 0.0
+    floor_seconds: float = 0.0
+    """The run's latency floor (`Usage.floor_seconds`; 0 when the model gives none)."""
+    prompt_evaluated: int = 0
+    runaway: int = 0
+    generated: list[list[int]] = field(default_factory=list)
+    """Per model turn, [tokens generated, tokens its kept calls or answer take]
+    (the second is 0 when the model cannot count tokens)."""
 
     @property
     def tokens(self) -> int:
@@ -183,6 +193,15 @@ async def run_tasks(
                 tools_called=list(outcome.tools_called),
                 prompt_tokens=run.usage.prompt_tokens,
                 completion_tokens=run.usage.completion_tokens,
+                model_seconds=round(run.usage.seconds, 3),
+                floor_seconds=round(run.usage.floor_seconds, 3),
+                prompt_evaluated=run.usage.prompt_evaluated,
+                runaway=run.usage.runaway,
+                generated=[
+                    [s.completion_tokens, needed_tokens(model, s)]
+                    for s in run.steps
+                    if s.kind == "model"
+                ],
                 error=run.error,
                 trace=[
                     [
@@ -201,6 +220,15 @@ async def run_tasks(
             if on_result:
                 on_result(result)
     return [done[t.id] for t in tasks]
+
+
+def needed_tokens(model: ChatModel, step: Step) -> int:
+    """The tokens a model turn's kept calls (or its answer) take as the model writes them;
+    0 when the model cannot count tokens."""
+    count = getattr(model, "count_tokens", None)
+    if count is None or step.message is None:
+        return 0
+    return int(count(render_call_reply(step.message)))
 
 
 def run_suite(

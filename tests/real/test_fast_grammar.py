@@ -1,0 +1,39 @@
+"""The top-first grammar check picks exactly what the whole-vocabulary check picks."""
+
+from __future__ import annotations
+
+import pytest
+
+from bigloop import LocalModel
+from bigloop.atoms.builtin import default_tools
+from bigloop.atoms.models import local
+from bigloop.atoms.models.base import Message, ModelSettings, ToolSpec
+from bigloop.atoms.models.prompts import to_plain_chat
+
+pytestmark = pytest.mark.real
+
+TASKS = [
+    "What is 17.5% of 2,480?",
+    "How many days are there between 2024-01-15 and 2024-03-01?",
+    "Add 45 days to 2024-02-10 and tell me the weekday.",
+    "Hello! Who are you?",
+]
+
+
+def test_fast_and_full_grammar_checks_write_the_same_replies(
+    embedded: LocalModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    specs = [
+        ToolSpec(name=t.name, description=t.description, parameters=t.schema)
+        for t in default_tools()
+    ]
+    grammar = embedded.grammar_for(specs)
+    settings = ModelSettings(max_tokens=128)
+    for task in TASKS:
+        chat = to_plain_chat([Message(role="user", content=task)], specs)
+        replies = []
+        for fast in (False, True):
+            monkeypatch.setattr(local, "FAST_GRAMMAR", fast)
+            text, _ = embedded.complete_chat(chat, settings=settings, grammar=grammar)
+            replies.append(text)
+        assert replies[0] == replies[1], task
