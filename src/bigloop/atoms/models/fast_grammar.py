@@ -20,6 +20,8 @@ import numpy.typing as npt
 
 TOP = 32
 """Tokens checked first."""
+_TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
+"""llama.cpp's `llama_token_data`."""
 
 
 class TopFirstGrammar:
@@ -42,7 +44,6 @@ class TopFirstGrammar:
         if not self._sampler:
             raise ValueError("llama.cpp could not parse the grammar")
         self._seen: int | None = None
-        self._small = (llama_cpp.llama_token_data * TOP)()
         self.full_checks = 0
         """Tokens for which no top token was accepted and the whole vocabulary was checked."""
 
@@ -51,33 +52,27 @@ class TopFirstGrammar:
     ) -> npt.NDArray[np.single]:
         self._accept_generated()
         top = np.argpartition(scores, -TOP)[-TOP:]
-        small = self._small
-        for i, token in enumerate(top):
-            small[i].id, small[i].logit, small[i].p = int(token), float(scores[token]), 0.0
-        self._apply(small, TOP)
-        allowed = [(small[i].id, small[i].logit) for i in range(TOP)]
-        allowed = [(t, v) for t, v in allowed if v != -np.inf]
-        out = np.full_like(scores, -np.inf)
-        if allowed:
-            for token, logit in allowed:
-                out[token] = logit
+        small = np.zeros(TOP, dtype=_TOKEN_DATA)
+        small["id"] = top
+        small["logit"] = scores[top]
+        self._apply(small)
+        allowed = small[small["logit"] != -np.inf]
+        if len(allowed):
+            out = np.full_like(scores, -np.inf)
+            out[allowed["id"]] = allowed["logit"]
             return out
         self.full_checks += 1
-        n = len(scores)
-        full = (self._lib.llama_token_data * n)()
-        view = np.frombuffer(
-            full, dtype=np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)])
-        )
-        view["id"] = np.arange(n, dtype=np.intc)
-        view["logit"] = scores
-        view["p"] = 0.0
-        self._apply(full, n)
-        return np.array(view["logit"], dtype=np.single)
+        full = np.zeros(len(scores), dtype=_TOKEN_DATA)
+        full["id"] = np.arange(len(scores))
+        full["logit"] = scores
+        self._apply(full)
+        return np.asarray(full["logit"], dtype=np.single)
 
-    def _apply(self, data: Any, size: int) -> None:
+    def _apply(self, data: npt.NDArray[np.void]) -> None:
+        """The grammar applied to `data` (llama.cpp's token data, in place)."""
         array = self._lib.llama_token_data_array(
-            data=ctypes.cast(data, self._lib.llama_token_data_p),
-            size=size,
+            data=data.ctypes.data_as(self._lib.llama_token_data_p),
+            size=len(data),
             selected=-1,
             sorted=False,
         )
