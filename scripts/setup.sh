@@ -6,7 +6,8 @@
 # llama.cpp is never built for "this CPU" (-march=native): the instruction sets are named
 # from the tier src/bigloop/atoms/models/cpu.py picks out of /proc/cpuinfo, AMX always off,
 # and the tier is recorded in the venv. A clone on a machine with fewer features rebuilds.
-# BIGLOOP_CPU_FLAGS="avx avx2 ..." assumes those flags instead of /proc/cpuinfo's.
+# BIGLOOP_CPU_FLAGS="avx avx2 ..." assumes those flags instead of /proc/cpuinfo's;
+# `bash scripts/setup.sh --variant` prints the variant it would build, and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +20,12 @@ cpu_opts=()
 variant=$("$PYTHON" "$CPU" "${cpu_opts[@]}")
 variant_args=$("$PYTHON" "$CPU" "${cpu_opts[@]}" --cmake-args)
 want=$( { sha256sum pyproject.toml scripts/setup.sh "$CPU"; echo "$variant"; } | sha256sum | cut -c1-16)
-echo "bigloop setup: llama.cpp CPU variant $("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])["name"])' "$variant") (no -march=native, AMX off)" >&2
+variant_name=$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])["name"])' "$variant")
+if [ "${1:-}" = "--variant" ]; then  # what would be built here, and nothing else
+  echo "$variant_name $variant_args"
+  exit 0
+fi
+echo "bigloop setup: llama.cpp CPU variant $variant_name (no -march=native, AMX off)" >&2
 
 # Debian's Chromium and its driver, for the trace viewer's browser test
 # (tests/ui/test_browser.py): only when missing, only as root with apt-get.

@@ -88,3 +88,29 @@ def test_system_info_is_read_into_cpu_flags() -> None:
 def test_cpuinfo_flags_are_read_from_the_first_cpu() -> None:
     text = "processor\t: 0\nflags\t\t: fpu avx avx2\n\nprocessor\t: 1\nflags\t\t: fpu\n"
     assert cpu.cpu_flags(text) == {"fpu", "avx", "avx2"}
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def setup_variant(flags: str) -> tuple[str, dict[str, str]]:
+    """What `scripts/setup.sh` would build on a machine with `flags`."""
+    import os
+
+    shown = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "setup.sh"), "--variant"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "BIGLOOP_CPU_FLAGS": flags},
+    ).stdout.split()
+    return shown[0], options(shown[1:])
+
+
+def test_setup_builds_avx2_where_avx512_is_absent_and_never_native_or_amx() -> None:
+    name, args = setup_variant(AVX2_MACHINE)
+    assert name == "avx2"
+    assert args["GGML_NATIVE"] == "OFF" and args["GGML_AVX512"] == "OFF"
+    assert args["GGML_AMX_INT8"] == "OFF" and args["GGML_AVX2"] == "ON"
+    name, args = setup_variant(AMX_MACHINE)
+    assert name == "avx512" and args["GGML_AMX_TILE"] == "OFF"
