@@ -27,12 +27,54 @@ def schema_problems(arguments: Any, schema: dict[str, Any]) -> list[str]:
     ]
 
 
+MAX_REF_DEPTH = 8
+"""A recursive schema (a model that contains itself) is inlined this deep, then allows
+any value."""
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `schema` with its local references (`{"$ref": "#/$defs/X"}`, as pydantic
+    and MCP servers write nested models) replaced by what they point to, and no `$defs`.
+
+    A tool's schema is embedded in the reply's schema, where `#/$defs/...` would point at
+    the wrong root (llama.cpp: "Error resolving ref"). References that are not local, or
+    point nowhere, allow any value.
+    """
+    defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
+
+    def resolve(node: Any, depth: int, names: bool = False) -> Any:
+        if isinstance(node, list):
+            return [resolve(v, depth) for v in node]
+        if not isinstance(node, dict):
+            return node
+        if names:  # keys are property names, not keywords
+            return {k: resolve(v, depth) for k, v in node.items()}
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            name = ref.rpartition("/")[2]
+            target = defs.get(name) if ref.startswith(("#/$defs/", "#/definitions/")) else None
+            if target is None or depth >= MAX_REF_DEPTH:
+                return {}
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            return resolve({**target, **rest}, depth + 1)
+        return {
+            k: resolve(v, depth, names=k in ("properties", "patternProperties"))
+            for k, v in node.items()
+            if k not in ("$defs", "definitions")
+        }
+
+    out: dict[str, Any] = resolve(schema, 0)
+    return out
+
+
 def grammar_safe(schema: dict[str, Any]) -> dict[str, Any]:
-    """A copy of an argument schema without annotations the grammar does not need.
+    """A copy of an argument schema without annotations the grammar does not need, its
+    local references inlined (`inline_refs`).
 
     Keeps property names even when they match a dropped keyword (a parameter may be
     called `description`), and gives an object schema its `properties`.
     """
+    schema = inline_refs(schema)
 
     def clean(node: Any, names: bool = False) -> Any:
         if isinstance(node, list):
