@@ -39,3 +39,10 @@ def test_without_a_start_the_guard_starts_at_what_it_is_first_given() -> None:
     assert not guard([4] * 50, None)
     assert guard.start == 50
     assert guard([4] * 82, None)
+
+
+def test_a_phrase_said_four_times_over_is_a_runaway_but_three_times_is_not() -> None:
+    phrase = list(range(100, 110))  # ", the rise of Christianity in Egypt and Turkey"
+    assert repeating([1, 2, *phrase * 4])
+    assert not repeating([1, 2, *phrase * 3])
+    assert not repeating([t for i in range(6) for t in (*phrase[:9], 200 + i)])

@@ -14,12 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-MAX_PERIOD = 4
-"""Cycles of up to this many tokens are looked for."""
+MAX_PERIOD = 16
+"""Cycles of up to this many tokens are looked for (a phrase said again and again: ", the
+rise of Christianity in Egypt and Turkey" 40 times, seen on BFCL parallel)."""
 MIN_SPAN = 32
 """A cycle must cover at least this many tokens..."""
 MIN_REPEATS = 8
-"""... and repeat at least this many times."""
+"""... and repeat at least this many times (a short cycle: "0, 0, 0, …" ends a list of
+ten zeros at most)..."""
+MIN_PHRASE_REPEATS = 4
+"""... or this many times, a cycle longer than 4 tokens."""
 MAX_DIGITS = 24
 """Longer runs of digits are no argument's value (int64 has 19 digits)."""
 _DIGITS = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
@@ -27,11 +31,12 @@ _DIGITS = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
 
 def repeating(tokens: Sequence[int]) -> bool:
     """Whether `tokens` ends in one cycle of at most `MAX_PERIOD` tokens repeated over at
-    least `MIN_SPAN` tokens and `MIN_REPEATS` times."""
+    least `MIN_SPAN` tokens, `MIN_REPEATS` times (`MIN_PHRASE_REPEATS` for a cycle longer
+    than 4 tokens)."""
     for period in range(1, MAX_PERIOD + 1):
-        span = max(MIN_SPAN, MIN_REPEATS * period)
+        span = max(MIN_SPAN, (MIN_REPEATS if period <= 4 else MIN_PHRASE_REPEATS) * period)
         if len(tokens) < span:
-            return False
+            continue
         tail = tokens[-span:]
         if all(tail[i] == tail[i - period] for i in range(period, span)):
             return True
