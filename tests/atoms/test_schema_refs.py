@@ -27,7 +27,8 @@ def test_pydantic_nested_models_are_inlined_without_defs() -> None:
     inlined = inline_refs(schema)
     text = json.dumps(inlined)
     assert "$ref" not in text and "$defs" not in text
-    assert inlined["properties"]["home"]["properties"]["city"] == {"title": "City", "type": "string"}
+    city = inlined["properties"]["home"]["properties"]["city"]
+    assert city == {"title": "City", "type": "string"}
 
 
 def test_a_tool_taking_a_nested_model_has_a_schema_the_grammar_can_use() -> None:
