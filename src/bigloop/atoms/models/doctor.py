@@ -89,16 +89,13 @@ def _models() -> list[dict[str, Any]]:
         ("embedded", weights.DEFAULT_MODEL_FILE, weights.SHA256, weights.SIZE),
         *((n, p.file, p.sha256, p.size) for n, p in weights.PACKAGED.items()),
     ]:
-        path = weights.cache_dir() / "models" / file
-        marker = path.with_suffix(".verified")
-        verified = path.is_file() and marker.is_file() and marker.read_text().startswith(sha256)
         out.append(
             {
                 "name": name,
-                "file": str(path),
+                "file": str(weights.cache_dir() / "models" / file),
                 "sha256": sha256,
                 "bytes": size,
-                "state": "verified" if verified else ("joined" if path.is_file() else "absent"),
+                "state": weights.joined_state(file, sha256),
             }
         )
     return out

@@ -44,8 +44,6 @@ class TopFirstGrammar:
         if not self._sampler:
             raise ValueError("llama.cpp could not parse the grammar")
         self._seen: int | None = None
-        self.full_checks = 0
-        """Tokens for which no top token was accepted and the whole vocabulary was checked."""
 
     def __call__(
         self, input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]
@@ -61,7 +59,6 @@ class TopFirstGrammar:
             out = np.full_like(scores, -np.inf)
             out[allowed["id"]] = allowed["logit"]
             return out
-        self.full_checks += 1
         full = np.zeros(len(scores), dtype=_TOKEN_DATA)
         full["id"] = np.arange(len(scores))
         full["logit"] = scores

@@ -463,22 +463,41 @@ class LocalModel:
         self.last_warmth = states.warm(llama, prompt[:fixed])
         if self.last_warmth in ("saved", "short"):
             fixed = 0  # read now: part of what this turn had to read
+        out, guard = self._generate(
+            llama, prompt, grammar, settings, stop=result.stop, also=result.stopping_criteria
+        )
+        return out, fixed, guard
+
+    def _generate(
+        self,
+        llama: Any,
+        prompt: list[int],
+        grammar: Any,
+        settings: ModelSettings,
+        *,
+        stop: Any = None,
+        also: Any = None,
+        until: Callable[[str], bool] | None = None,
+    ) -> tuple[Any, Runaway]:
+        """`create_completion` of `prompt` under the runaway guard (which also ends the
+        generation when `until(text so far)` is True), with `stop` strings and `also`
+        stopping criteria; the output and the guard."""
         import llama_cpp
 
-        guard = self._guard(llama, len(prompt))
+        guard = self._guard(llama, len(prompt), until)
         _forget_stale(llama)
-        criteria = llama_cpp.StoppingCriteriaList([*(result.stopping_criteria or []), guard])
+        criteria = llama_cpp.StoppingCriteriaList([*(also or []), guard])
         with _sampling(llama, grammar, settings) as sampling:
             out = llama.create_completion(
                 prompt=prompt,
                 temperature=settings.temperature,
                 max_tokens=settings.max_tokens,
                 seed=settings.seed,
-                stop=result.stop,
+                stop=stop,
                 stopping_criteria=criteria,
                 **sampling,
             )
-        return out, fixed, guard
+        return out, guard
 
     async def chat(
         self,
@@ -565,18 +584,8 @@ class LocalModel:
         llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
         start = time.perf_counter()
         tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-        guard = self._guard(llama, len(tokens), stop)
-        _forget_stale(llama)
         try:
-            with _sampling(llama, grammar, settings) as sampling:
-                out = llama.create_completion(
-                    prompt=tokens,
-                    temperature=settings.temperature,
-                    max_tokens=settings.max_tokens,
-                    seed=settings.seed,
-                    stopping_criteria=llama_cpp.StoppingCriteriaList([guard]),
-                    **sampling,
-                )
+            out, guard = self._generate(llama, list(tokens), grammar, settings, until=stop)
         except ValueError as e:
             llama.reset()
             raise ModelUnavailable(f"{self.name}: {e}") from None

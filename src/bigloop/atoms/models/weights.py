@@ -82,6 +82,18 @@ def default_model_path() -> Path:
     return _verified(DEFAULT_MODEL_FILE, PARTS, SIZE, SHA256, _INSTALL_HINT)
 
 
+def joined_state(file: str, sha256: str) -> str:
+    """ "verified" (joined and hash-checked, unchanged since), "joined" (not checked yet)
+    or "absent": a model file in the cache."""
+    target = cache_dir() / "models" / file
+    marker = target.with_suffix(".verified")
+    if not target.exists():
+        return "absent"
+    if marker.exists() and marker.read_text() == _stamp(target, sha256):
+        return "verified"
+    return "joined"
+
+
 def _verified(file: str, parts: list[tuple[str, str]], size: int, sha256: str, hint: str) -> Path:
     target = cache_dir() / "models" / file
     marker = target.with_suffix(".verified")
