@@ -37,7 +37,7 @@ def test_a_hostile_tool_result_cannot_drive_the_terminal() -> None:
 
 def test_every_place_text_is_shown_escapes_it() -> None:
     message = Message(role="assistant", tool_calls=[ToolCall(id="1", name="f", arguments={})])
-    model = Step(run_id="r", index=0, kind="model", name="m", error="x\x1b[2J", output=HOSTILE)
+    model = Step(run_id="r", index=0, kind="model", name="m", error="x\x1b[2J", output=HOSTILE)  # type: ignore[arg-type]
     called = Step(run_id="r", index=0, kind="model", name="m", message=message)
     ask = Step(run_id="r", index=2, kind="ask", name="user", output=HOSTILE)
     call = ToolCall(id="1", name="wipe\x1b[2J", arguments={"folder": HOSTILE})

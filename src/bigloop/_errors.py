@@ -59,9 +59,11 @@ class InputRequired(RunFailure):
     callback, or not interactive). The run stops with the question; resuming it with the
     answer continues it."""
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, record: object = None) -> None:
         super().__init__(question)
         self.question = question
+        self.record = record
+        """The question as data (`bigloop.trace.records.Question`), when the loop asked."""
 
 
 class ModelUnavailable(RunFailure):

@@ -14,7 +14,7 @@ import typer
 
 from bigloop import report
 from bigloop.cli_optimize import optimize_app
-from bigloop.cli_options import BaseUrlOpt, McpOpt, ModelOpt, TraceDbOpt
+from bigloop.cli_options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TraceDbOpt
 from bigloop.cli_serve import serve_app
 
 if TYPE_CHECKING:
@@ -139,14 +139,7 @@ def run(
             "the task).",
         ),
     ] = None,
-    off: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--off",
-            help="Switch off one of the loop's default policies, e.g. clarify or rank_tools "
-            "(repeatable; a wrong name lists them all).",
-        ),
-    ] = None,
+    off: OffOpt = None,
     top_k: Annotated[
         int | None,
         typer.Option(
@@ -638,6 +631,19 @@ def doctor(
         report.print_doctor(report.make_console(), found, trouble)
     if trouble:
         raise typer.Exit(1)
+
+
+@app.command()
+def policies(json_out: JsonOpt = False) -> None:
+    """The loop's policies (call checks, tool selectors, answer checks, planner rules):
+    the names `--off` takes, and what each does."""
+    from bigloop.schedule.parts import PARTS
+
+    rows = [{"name": p.name, "kind": p.kind, "does": p.does} for p in PARTS]
+    if json_out:
+        print(json.dumps(rows, indent=2))
+        return
+    report.print_policies(report.make_console(), rows)
 
 
 @app.command()

@@ -37,3 +37,12 @@ McpOpt = Annotated[
         "Repeatable; needs the 'mcp' extra.",
     ),
 ]
+
+OffOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--off",
+        help="Switch off one of the loop's default policies, e.g. clarify or rank_tools "
+        "(repeatable; a wrong name lists them all; `bigloop policies` lists them).",
+    ),
+]

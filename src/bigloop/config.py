@@ -38,6 +38,7 @@ from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
 from bigloop.atoms.models.prompts import DEMOS_HEADER
 from bigloop.atoms.tool import Tool
+from bigloop.schedule.parts import NAMES, ClarifyWhen
 
 Planner = Literal["react", "graph", "search", "auto"]
 
@@ -61,9 +62,6 @@ class Demo(BaseModel):
     task: str
     calls: list[DemoCall] = Field(default_factory=list)
     answer: str | None = None
-
-
-ClarifyWhen = Literal["off", "missing", "ungrounded"]
 
 
 class LoopConfig(BaseModel):
@@ -147,6 +145,13 @@ class LoopConfig(BaseModel):
     def _known_planner(cls, value: object) -> object:
         if value not in get_args(Planner):
             raise ValueError(f"Unknown planner {value!r}; use react, graph, search or auto.")
+        return value
+
+    @field_validator("off")
+    @classmethod
+    def _known_policies(cls, value: list[str]) -> list[str]:
+        if unknown := [n for n in value if n not in NAMES]:
+            raise ValueError(f"unknown policy name(s) {unknown}; choose from {', '.join(NAMES)}")
         return value
 
     @field_validator("clarify", mode="before")

@@ -23,16 +23,16 @@ from typing import Any, Literal
 
 from bigloop._errors import BigloopError, BudgetExceeded, InputRequired, RunFailure, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCall, ToolSpec
-from bigloop.atoms.models.prompts import LOOP_NOTE, USER_ANSWERED
+from bigloop.atoms.models.prompts import USER_ANSWERED
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
 from bigloop.registry import Registry, RegistrySearch, find_tools_tool
-from bigloop.schedule.approval import Approver, approval_question, approve_all, says_yes
+from bigloop.schedule.approval import Approver, approve_all, says_yes
 from bigloop.schedule.auto import AutoPlanner
 from bigloop.schedule.clarify import Clarify
 from bigloop.schedule.context import AskFn, Budget, Planner, ResultHook, RunContext
 from bigloop.schedule.graph import GraphPlanner
-from bigloop.schedule.more_calls import MoreCalls
+from bigloop.schedule.parts import NAMES, Policies
 from bigloop.schedule.policies import (
     AnswerCheck,
     CallCheck,
@@ -45,30 +45,14 @@ from bigloop.schedule.policies import (
 from bigloop.schedule.react import ReactPlanner
 from bigloop.schedule.redundancy import LearnsFromRuns
 from bigloop.schedule.search import SearchPlanner
-from bigloop.schedule.select import listed_items
-from bigloop.trace.records import RunResult, RunStatus, Step, valid_text
+from bigloop.trace.records import Question, RunResult, RunStatus, Step, valid_text
 from bigloop.trace.store import TraceStore
 
 OnStep = Callable[[Step], None]
 PlannerName = Literal["react", "graph", "search", "auto"]
-SWITCHABLE = (
-    "coerce_types",
-    "drop_invented_optionals",
-    "reject_copied_examples",
-    "faithful_expressions",
-    "clarify",
-    "relevance_gate",
-    "rank_tools",
-    "listed_items",
-    "honour_precision",
-    "check_answers",
-    "more_calls",
-    "ask_after_refusal",
-    "settle",
-    "approve_irreversible",
-)
-"""The default policies `LoopConfig.off` can switch off ("approve_irreversible": every
-irreversible call is then made without asking)."""
+SWITCHABLE = NAMES
+"""The policies `LoopConfig.off` can switch off (`bigloop.schedule.parts.PARTS`;
+"approve_irreversible": every irreversible call is then made without asking)."""
 
 
 class Loop:
@@ -172,8 +156,13 @@ class Loop:
         store: TraceStore | None = None,
         ask: AskFn | None = None,
         approve: Approver | Literal["ask"] | None = None,
+        tools: Sequence[Tool] | None = None,
+        model: ChatModel | None = None,
     ) -> Loop:
         """The loop `config` describes: its model, tools, planner, policies and budget.
+
+        `tools` and `model`, when given, replace the ones `config` names: any program's
+        own tools (or model) get `bigloop run`'s planner and policies around them.
 
         Paths in `config` are made absolute first (`LoopConfig.with_absolute_paths`): the
         config stored with each run then names the same files whatever folder a resume
@@ -184,29 +173,10 @@ class Loop:
                 tools cannot be built.
         """
         config = config.with_absolute_paths()
-        off = set(config.off)
-        if unknown := sorted(off - set(SWITCHABLE)):
-            raise UserError(
-                f"Unknown policy name(s) {unknown} in 'off'; choose from {', '.join(SWITCHABLE)}."
-            )
-        clarify = None
-        if config.clarify != "off" and "clarify" not in off:
-            clarify = Clarify(ungrounded=config.clarify == "ungrounded", settle="settle" not in off)
-        items = None if "listed_items" in off else listed_items
-        react = ReactPlanner(
-            check_answers="check_answers" not in off,
-            more_calls=None if "more_calls" in off else MoreCalls(),
-            ask_after_refusal="ask_after_refusal" not in off,
-        )
-        planners: dict[str, Planner] = {
-            "react": react,
-            "graph": GraphPlanner(items=items),
-            "search": SearchPlanner(),
-            "auto": AutoPlanner(items=items, one=react) if items else react,
-        }
+        policies = Policies.build(config.off, clarify=config.clarify, top_k=config.top_k)
         return cls(
-            config.build_model(),
-            config.documented(config.build_tools()),
+            model if model is not None else config.build_model(),
+            config.documented(list(tools) if tools is not None else config.build_tools()),
             system=config.instructions(),
             budget=Budget(
                 max_steps=config.max_steps,
@@ -222,12 +192,12 @@ class Loop:
             ),
             store=store,
             config=config,
-            planner=planners[config.planner],
-            checks=[c for c in default_checks(clarify) if c.name not in off],
-            selectors=[s for s in default_selectors(config.top_k) if s.name not in off],
-            answer_checks=[c for c in default_answer_checks() if c.name not in off],
+            planner=policies.planner(config.planner),
+            checks=policies.checks,
+            selectors=policies.selectors,
+            answer_checks=policies.answer_checks,
             ask=ask,
-            approve=approve_all if "approve_irreversible" in off else approve,
+            approve=approve_all if policies.approve_all else approve,
         )
 
     async def run(
@@ -286,42 +256,40 @@ class Loop:
         ctx.cost = summary.cost or 0.0
         ctx.intents = self.store.intents(summary.run_id)
         if summary.status == "input_required" and answer is not None:
-            question = summary.error or ""
-            note = USER_ANSWERED.format(question=question, answer=answer)
-            message = Message(role="user", content=note, name=LOOP_NOTE)
+            asked = _waiting_question(ctx.steps, summary.question or summary.error or "")
+            note = USER_ANSWERED.format(question=asked.text, answer=answer)
+            message = Message(role="user", content=note, origin="user", answers=asked.text)
             ctx.messages.append(message)
             step = Step(
                 run_id=ctx.run_id,
                 index=len(ctx.steps),
                 kind="ask",
                 name="user",
-                input={"question": question},
+                input={"question": asked.text},
                 output=answer,
                 message=message,
                 started_at=time.time(),
+                question=asked,
             )
             self._record(ctx, step, None)
-            await self._make_approved(ctx, question, answer, on_step)
+            await self._make_approved(ctx, asked, answer, on_step)
         return await self._drive(ctx, on_step)
 
     async def _make_approved(
-        self, ctx: RunContext, question: str, answer: str, on_step: OnStep | None
+        self, ctx: RunContext, question: Question, answer: str, on_step: OnStep | None
     ) -> None:
         """When the run stopped to ask approval for a call and the answer approves it,
         make that call now (the gate finds the answer) and tell the model its result, so
         the model need not ask for it again."""
-        waiting = [s for s in ctx.steps if s.kind == "ask" and s.error == "unanswered"]
-        if not waiting or not says_yes(answer):
+        if question.kind != "approval" or question.call is None or not says_yes(answer):
             return
-        last = waiting[-1]
-        call = ToolCall(id=f"approved-{last.index}", name=last.name, arguments=last.input)
-        if approval_question(call) != question:
-            return
+        asked = question.call
+        call = ToolCall(id=f"approved-{len(ctx.steps)}", name=asked.name, arguments=asked.arguments)
         result = await ctx.call(call)
         note = f"The user approved {call.name}; it was called and returned: {result.output}"
         if not result.ok:
             note = f"The user approved {call.name}, but the call failed: {result.output}"
-        ctx.messages.append(Message(role="user", content=note, name=LOOP_NOTE))
+        ctx.messages.append(Message(role="user", content=note, origin="loop"))
         self._record(ctx, ctx.tool_step(call, result.output, result), on_step)
 
     def _finished(self, run_id: str) -> RunResult:
@@ -395,6 +363,7 @@ class Loop:
             status = "ok"
         except InputRequired as e:
             status, error, ctx.question = "input_required", e.question, e.question
+            # the record says who asked what; the run's error keeps the question's words
         except BudgetExceeded as e:
             status, error = "budget_exceeded", str(e)
         except RunFailure as e:
@@ -426,7 +395,10 @@ class Loop:
 
     def _result(self, ctx: RunContext, status: RunStatus, error: str | None) -> RunResult:
         if self.store:
-            self.store.finish_run(ctx.run_id, status, ctx.answer, error, cost=ctx.cost)
+            stored_error = None if status == "input_required" else error
+            self.store.finish_run(
+                ctx.run_id, status, ctx.answer, stored_error, cost=ctx.cost, question=ctx.question
+            )
         ctx.usage.seconds = sum(s.seconds for s in ctx.steps if s.kind == "model")
         return RunResult(
             run_id=ctx.run_id,
@@ -452,6 +424,17 @@ class Loop:
             "max_steps": self.budget.max_steps,
             "planner": self.planner.name,
         }
+
+
+def _waiting_question(steps: list[Step], text: str) -> Question:
+    """The question a stopped run waits on (`text`, as stored with the run): the record of
+    the unanswered "ask" step that asked it, or the text alone (a planner's own question,
+    or a run recorded before questions were data)."""
+    for step in reversed(steps):
+        if step.kind == "ask" and step.error == "unanswered" and step.question is not None:
+            if step.question.text == text:
+                return step.question
+    return Question(text=text)
 
 
 def _with_system(system: str | None, history: list[Message]) -> list[Message]:

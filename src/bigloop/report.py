@@ -247,6 +247,12 @@ def print_doctor(console: Console, found: dict[str, Any], trouble: list[str]) ->
         console.print("[green]ok[/]")
 
 
+def print_policies(console: Console, rows: list[dict[str, str]]) -> None:
+    """`bigloop policies`: one line per policy, grouped by kind."""
+    for row in rows:
+        console.print(f"[bold]{row['name']}[/] ({row['kind'].replace('_', ' ')}): {row['does']}")
+
+
 def print_trace(console: Console, result: RunResult, redactor: Redactor | None = None) -> None:
     """A recorded run: its header, every step, the summary (secrets redacted)."""
     redactor = _redactor(redactor)

@@ -51,7 +51,7 @@ def test_the_signature_is_the_kind_the_critique_names() -> None:
     ]
     suite = critique("check: expected 2024-05-06 (answer: 'soon')", steps)
     assert signature(failed(suite)) == "invalid_arguments"  # the first kind named
-    unreadable = critique("", [Step(run_id="r", index=0, kind="model", name="m", error="x")])
+    unreadable = critique("", [Step(run_id="r", index=0, kind="model", name="m", error="x")])  # type: ignore[arg-type]
     assert signature(failed(unreadable)) == "unreadable_reply"
     ended = "check: no answer\nthe run ended budget_exceeded: 8 steps"
     assert signature(failed(ended)) == "budget_exceeded"

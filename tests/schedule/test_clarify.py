@@ -84,7 +84,9 @@ def test_without_a_callback_the_run_stops_with_the_question_and_resumes_with_the
     assert first.status == "input_required"
     assert first.question == "To call send_message, what is the receiver (who gets the message)?"
     assert SENT == []
-    assert store.run(first.run_id).error == first.question
+    assert store.run(first.run_id).question == first.question  # its own column, not the error
+    asked = [s for s in store.steps(first.run_id) if s.kind == "ask"][-1]
+    assert asked.question is not None and asked.question.kind == "clarify"
 
     second = Loop(
         ScriptedModel([call("send_message", receiver="Ann", text="hi"), answer("Sent to Ann.")]),

@@ -163,7 +163,7 @@ def test_fallback_chain_reports_every_failure() -> None:
 
 def test_grounded_reply_escalates_invented_values_and_answers_from_memory() -> None:
     from bigloop.atoms.models.base import ModelResponse, ToolCall
-    from bigloop.atoms.models.prompts import LOOP_NOTE, USER_ANSWERED
+    from bigloop.atoms.models.prompts import USER_ANSWERED
     from bigloop.schedule.redundancy import grounded_reply
 
     spec = ToolSpec(
@@ -192,14 +192,24 @@ def test_grounded_reply_escalates_invented_values_and_answers_from_memory() -> N
     assert grounded_reply(call("Bergen"), [spec], after)  # a tool said it
     refused = [
         *asked,
-        Message(role="tool", content="Error: city='Rome' appears nowhere", tool_call_id="1"),
-        Message(role="user", content="Use Paris then.", name=LOOP_NOTE),
+        Message(
+            role="tool",
+            content="Error: city='Rome' appears nowhere",
+            tool_call_id="1",
+            origin="loop",
+        ),
+        Message(role="user", content="Use Paris then.", origin="loop"),
     ]
     assert not grounded_reply(call("Rome"), [spec], refused)  # quoted by an error
     assert not grounded_reply(call("Paris"), [spec], refused)  # the loop's note
     again = [
         *asked,
-        Message(role="tool", content="You already made this call ('Rome')", tool_call_id="2"),
+        Message(
+            role="tool",
+            content="You already made this call ('Rome')",
+            tool_call_id="2",
+            origin="loop",
+        ),
     ]
     assert not grounded_reply(call("Rome"), [spec], again)
     answered = [
@@ -207,7 +217,7 @@ def test_grounded_reply_escalates_invented_values_and_answers_from_memory() -> N
         Message(
             role="user",
             content=USER_ANSWERED.format(question="Which city?", answer="Lima"),
-            name=LOOP_NOTE,
+            answers="Which city?",
         ),
     ]
     assert grounded_reply(call("Lima"), [spec], answered)  # the user's answer on resume

@@ -130,7 +130,7 @@ def _step(output: object) -> Step:
         name="fetch",
         input={"url": f"https://ann:{SECRET}@h/", "password": "pa55"},
         output=output,
-        error=f"failed with {SECRET}",
+        error=f"failed with {SECRET}",  # type: ignore[arg-type]
         message=Message(role="assistant", content=f"using {KEY}", tool_calls=[call]),
     )
 

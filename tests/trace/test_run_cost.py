@@ -72,8 +72,8 @@ def test_a_file_of_layout_2_is_upgraded_in_place_and_keeps_its_runs(tmp_path: Pa
         db.execute("PRAGMA user_version = 2")
     db.close()
     store = TraceStore(path)
-    assert SCHEMA_VERSION == 3
-    assert store._db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert SCHEMA_VERSION == 4  # the layout this bigloop writes (4: decisions as data)
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     old = store.run("old000000001")
     assert (old.answer, old.cost) == ("hello", None)  # cost unknown, not 0
     assert run_view(old)["cost"] is None

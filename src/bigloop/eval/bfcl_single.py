@@ -33,9 +33,7 @@ from bigloop.eval.bfcl_score import score
 from bigloop.loop import Loop
 from bigloop.schedule.call import MODEL_MISTAKES, call_key
 from bigloop.schedule.context import Budget
-from bigloop.schedule.more_calls import MoreCalls
-from bigloop.schedule.policies import default_checks, default_selectors
-from bigloop.schedule.react import ReactPlanner
+from bigloop.schedule.parts import Policies
 from bigloop.trace.records import RunResult
 from bigloop.trace.store import TraceStore
 
@@ -121,18 +119,16 @@ async def loop_run(
 ) -> RunResult:
     """The case's last message as the Loop's task, the messages before it as history;
     traced to `store` when given."""
-    off = set(config.off)
+    # BFCL scores the calls, not an answer: no clarifying questions, no answer checks,
+    # and the run stops once a turn's calls are made. The other policies are the loop's.
+    policies = Policies.build([*config.off, "check_answers"], clarify="off")
     loop = Loop(
         model,
         config.documented([_acknowledging_tool(s) for s in specs]),
         system=config.instructions(),
-        planner=ReactPlanner(
-            stop_after_calls=True,
-            check_answers=False,
-            more_calls=None if "more_calls" in off else MoreCalls(),
-        ),
-        checks=[c for c in default_checks() if c.name not in off],
-        selectors=[s for s in default_selectors() if s.name not in off],
+        planner=policies.react(stop_after_calls=True),
+        checks=policies.checks,
+        selectors=policies.selectors,
         # Up to `max_repairs` corrections, counted in model turns (as before the Loop ran
         # BFCL): the Loop counts each invalid call, and a parallel reply has several.
         budget=Budget(max_steps=max_repairs + 1, max_repairs=99),

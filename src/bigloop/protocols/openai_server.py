@@ -27,7 +27,7 @@ import itertools
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
@@ -45,18 +45,23 @@ from bigloop.atoms.models.base import (
 )
 from bigloop.atoms.models.local import call_schema
 from bigloop.atoms.models.parse import to_response
-from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE, to_plain_chat
+from bigloop.atoms.models.prompts import ANSWER_NOW, to_plain_chat
 from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
 from bigloop.schedule.call import call_key
-from bigloop.schedule.more_calls import MoreCalls
+from bigloop.schedule.parts import PlannerRules, Policies
 
 
-def create_app(model: ChatModel) -> FastAPI:
+def create_app(model: ChatModel, *, off: Sequence[str] = ()) -> FastAPI:
     """A FastAPI app serving `model` at `GET /v1/models` and `POST /v1/chat/completions`.
 
     Calls to the model are not serialized here: the embedded model serializes its own
     (one llama.cpp context per process), and a remote model may take several at once.
+
+    Args:
+        off: policies to switch off (`bigloop.schedule.parts`); the server applies the
+            planner rules `more_calls` and `answer_from_results` to each reply.
     """
+    rules = Policies.build(off, clarify="off").rules
     app = FastAPI(title="bigloop", summary=f"{model.name}, OpenAI-compatible", version="1")
     started = int(time.time())
 
@@ -73,7 +78,7 @@ def create_app(model: ChatModel) -> FastAPI:
     async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
         try:
             turn = read_request(await _json_body(request))
-            response = await reply(model, turn)
+            response = await reply(model, turn, rules)
         except InvalidRequest as e:
             return _error(400, str(e), "invalid_request_error", e.param)
         except RunFailure as e:
@@ -91,18 +96,28 @@ def create_app(model: ChatModel) -> FastAPI:
     return app
 
 
-async def reply(model: ChatModel, turn: ChatTurn) -> ModelResponse:
-    """The model's reply to `turn`, its calls extended by `MoreCalls` when the client allows
-    several and the model can continue its reply."""
+async def reply(
+    model: ChatModel, turn: ChatTurn, rules: PlannerRules | None = None
+) -> ModelResponse:
+    """The model's reply to `turn`, under the planner `rules` (default: all on): calls that
+    only repeat earlier ones are answered from the results (`answer_from_results`), and
+    calls are extended by `MoreCalls` when the client allows several and the model can
+    continue its reply (`more_calls`)."""
+    rules = rules or PlannerRules()
     response = await _first_reply(model, turn)
-    if response.tool_calls and not turn.require_call and _only_repeats(response, turn.messages):
+    repeats = response.tool_calls and _only_repeats(response, turn.messages)
+    if repeats and rules.answer_from_results and not turn.require_call:
         return await _answer_from_results(model, turn, response)
-    if response.tool_calls and not turn.single_call and isinstance(model, CallContinuation):
+    more = rules.more_calls
+    if (
+        more
+        and response.tool_calls
+        and not turn.single_call
+        and isinstance(model, CallContinuation)
+    ):
         user = "\n".join(m.content for m in turn.messages if m.role == "user").lower()
         next_call = functools.partial(model.next_call, turn.messages, turn.tools)
-        await MoreCalls().extend(
-            response, user, lambda calls, stop: next_call(calls, turn.settings, stop)
-        )
+        await more.extend(response, user, lambda calls, stop: next_call(calls, turn.settings, stop))
     return response
 
 
@@ -125,7 +140,7 @@ async def _answer_from_results(
     """The model's answer from the results it has, asked for without tools; the repeated
     calls when it still gives none."""
     task = next((m.content for m in turn.messages if m.role == "user"), "")
-    note = Message(role="user", content=ANSWER_NOW.format(task=task), name=LOOP_NOTE)
+    note = Message(role="user", content=ANSWER_NOW.format(task=task), origin="loop")
     answer = await model.chat([*turn.messages, note], [], turn.settings)
     if answer.error or answer.tool_calls or not answer.text.strip():
         return repeated
@@ -247,6 +262,7 @@ def serve_openai(
     host: str = "127.0.0.1",
     port: int = 8000,
     base_url: str | None = None,
+    off: Sequence[str] = (),
 ) -> None:
     """Serve a model at `http://HOST:PORT/v1` until interrupted (`bigloop serve openai`).
 
@@ -256,6 +272,7 @@ def serve_openai(
             exposes the model, unauthenticated, to the whole network.
         port: the TCP port.
         base_url: an OpenAI-compatible server to relay to, instead of a local model.
+        off: policies to switch off (`create_app`).
     """
     import uvicorn
 
@@ -265,4 +282,4 @@ def serve_openai(
     model = ModelSpec(name=model_name, base_url=base_url).build()
     if isinstance(model, LocalModel):
         model.llama()  # load the weights now, not during the first request
-    uvicorn.run(create_app(model), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(model, off=off), host=host, port=port, log_level="info")

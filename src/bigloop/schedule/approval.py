@@ -36,6 +36,8 @@ from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
+from bigloop.schedule.wording import render
+from bigloop.trace.records import Reason, Refusal
 
 Approver = Callable[[ToolCall, ToolSpec], "bool | Awaitable[bool]"]
 """Decides whether an irreversible call may be made (sync or async). Only `True`
@@ -67,10 +69,12 @@ def irreversible(spec: ToolSpec) -> bool:
 
 def denial(call: ToolCall, reason: str) -> str:
     """The result a denied call gets instead of being made."""
-    return (
-        f"{DENIED}: {call.name} cannot be undone and {reason}, so it was not called. "
-        "Do not call it again; tell the user it needs their approval."
-    )
+    return render(denied(call, reason))
+
+
+def denied(call: ToolCall, why: str) -> Refusal:
+    """The refusal of an unapproved irreversible call."""
+    return Refusal(reason=Reason.DENIED, check=APPROVAL, tool=call.name, detail={"why": why})
 
 
 def approval_question(call: ToolCall) -> str:

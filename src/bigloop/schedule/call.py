@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bigloop._errors import ModelRetry, ToolFailure, UnknownTool
-from bigloop.atoms.models.base import ToolCall
+from bigloop.atoms.models.base import Origin, ToolCall
 from bigloop.atoms.tool import Tool
+from bigloop.trace.records import Question, Refusal
 
 Outcome = Literal[
     "ok", "unknown_tool", "invalid_arguments", "tool_error", "repeated", "asked", "denied"
@@ -25,11 +26,24 @@ MODEL_MISTAKES = frozenset({"unknown_tool", "invalid_arguments"})
 
 @dataclass(kw_only=True)
 class CallResult:
+    """One call's outcome and the result the model reads.
+
+    Attributes:
+        origin: who wrote `output`: the tool ("tool"), the loop ("loop": a refusal, a
+            note that the call was not made) or the user ("user": their answer to the
+            question the call raised).
+        refusal: the check's refusal, when a check stopped the call.
+        question: the question put to the user, when the call raised one.
+    """
+
     call: ToolCall
     outcome: Outcome
     output: str
     seconds: float
     started_at: float
+    origin: Origin = "tool"
+    refusal: Refusal | None = None
+    question: Question | None = None
 
     @property
     def ok(self) -> bool:
@@ -50,13 +64,14 @@ async def call_tool(call: ToolCall, tools: Mapping[str, Tool]) -> CallResult:
     started_at = time.time()
     start = time.perf_counter()
     outcome: Outcome = "ok"
+    origin: Origin = "tool"
     try:
         if call.name not in tools:
             names = ", ".join(tools) or "none"
             raise UnknownTool(f"There is no tool named {call.name!r}. Available tools: {names}.")
         output = await tools[call.name].call(call.arguments)
     except UnknownTool as e:
-        outcome, output = "unknown_tool", f"Error: {e}"
+        outcome, output, origin = "unknown_tool", f"Error: {e}", "loop"
     except ModelRetry as e:
         outcome, output = "invalid_arguments", f"Error: {e}"
     except ToolFailure as e:
@@ -67,4 +82,5 @@ async def call_tool(call: ToolCall, tools: Mapping[str, Tool]) -> CallResult:
         output=output,
         seconds=time.perf_counter() - start,
         started_at=started_at,
+        origin=origin,
     )

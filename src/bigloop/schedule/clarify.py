@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.schedule.approval import irreversible
 from bigloop.schedule.grounding import grounded
-from bigloop.schedule.policies import ACCEPT, SETTLE, Evidence, Verdict, guessable, slip
+from bigloop.schedule.policies import ACCEPT, Evidence, Verdict, guessable, refuse
+from bigloop.trace.records import Question, Reason
 
 __all__ = ["Clarify", "grounded"]
 
@@ -36,8 +37,8 @@ class Clarify:
     with values from nowhere is more often wandering past the answer (a unit conversion
     "from kg to miles" after the shipping price it was asked for) than missing a value:
     with `settle`, the first such call goes back to the model with the option to answer,
-    and the next one ends the calling (`SETTLE`: the planner asks for the answer from the
-    results) instead of asking the user.
+    and the next one ends the calling (reason `settle`: the planner asks for the answer
+    from the results) instead of asking the user.
 
     Attributes:
         missing: ask when a required argument is absent.
@@ -57,24 +58,21 @@ class Clarify:
     def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
         missing, ungrounded = self._unknown(call, spec, evidence)
         if not missing and ungrounded and self.retry_first:
-            note = slip(call, ungrounded)
             guesses = evidence.guesses_after_results if self.settle else None
             if guesses is not None:
-                if guesses:
-                    return Verdict(action="reject", message=f"{note}. {SETTLE}.")
-                return Verdict(
-                    action="reject",
-                    message=f"{note}. Use the values the request or the results give; if the "
-                    "results so far answer the request, give the answer.",
-                )
-            if note.lower() not in evidence.text:  # not yet told: let the model correct it
-                return Verdict(
-                    action="reject",
-                    message=f"{note}. Use the values the request gives; if it gives none, "
-                    "make the same call again and the user will be asked.",
-                )
+                reason = Reason.SETTLE if guesses else Reason.WANDERING
+                return refuse(self.name, call, reason, ungrounded)
+            verdict = refuse(self.name, call, Reason.UNGROUNDED, ungrounded)
+            assert verdict.refusal is not None
+            if not evidence.told(call.name, verdict.refusal.values):  # let the model correct it
+                return verdict
         question = self._question(call, spec, missing + ungrounded)
-        return ACCEPT if question is None else Verdict(action="ask", message=question)
+        if question is None:
+            return ACCEPT
+        return Verdict(
+            action="ask",
+            question=Question(text=question, kind="clarify", check=self.name, call=call),
+        )
 
     def question(self, call: ToolCall, spec: ToolSpec, evidence: Evidence | str) -> str | None:
         """The question to ask before making `call` (None: make it), whatever was said

@@ -35,16 +35,17 @@ from bigloop.atoms.models.base import (
     Message,
     ModelResponse,
     ModelSettings,
+    Origin,
     ToolCall,
     ToolSpec,
     Usage,
 )
-from bigloop.atoms.models.prompts import LOOP_NOTE
 from bigloop.atoms.tool import Tool
-from bigloop.schedule.approval import APPROVAL, denial, says_yes
+from bigloop.schedule.approval import denied, says_yes
 from bigloop.schedule.call import CallResult, Outcome, call_key, call_tool
-from bigloop.schedule.policies import NOWHERE, AnswerCheck, CallCheck, Evidence, check_call
-from bigloop.trace.records import Step, StepKind, valid_text
+from bigloop.schedule.policies import AnswerCheck, CallCheck, Evidence, check_call
+from bigloop.schedule.wording import ERROR_PREFIX, render
+from bigloop.trace.records import Question, Refusal, Step, StepError, StepKind, valid_text
 from bigloop.trace.store import TraceStore
 
 ERROR_CHARS = 2000
@@ -223,7 +224,7 @@ class RunContext:
         """Count a correction and tell the model `problem` in the conversation."""
         problem = _clip(problem)
         self.count_repair(problem)
-        self.messages.append(Message(role="user", content=problem, name=LOOP_NOTE))
+        self.messages.append(Message(role="user", content=problem, origin="loop"))
 
     # ------------------------------------------------------------------ model turns
 
@@ -357,19 +358,16 @@ class RunContext:
 
     def evidence(self) -> Evidence:
         """What the user and the tools have said so far (for grounding checks), and
-        apart, what the user said (their turns and answers, not the loop's notes)."""
+        apart, what the user said (their turns and answers) — never the loop's own notes
+        and refusals, which quote the values they refuse (`Message.origin`)."""
 
-        def texts() -> list[str]:  # not the loop's notes: they quote the model's values
-            said = [
-                m.content
-                for m in self.messages
-                if m.role == "tool" or (m.role == "user" and m.name != LOOP_NOTE)
-            ]
-            return said + [str(s.output) for s in self.steps if s.kind in ("tool", "ask")]
+        def texts() -> list[str]:
+            said = [m.content for m in self.messages if m.origin in ("user", "tool")]
+            return said + [str(s.output) for s in self.steps if _said_by(s) in ("user", "tool")]
 
         def user() -> list[str]:
-            said = [m.content for m in self.messages if m.role == "user" and m.name != LOOP_NOTE]
-            return said + [str(s.output) for s in self.steps if s.kind == "ask"]
+            said = [m.content for m in self.messages if m.origin == "user"]
+            return said + [str(s.output) for s in self.steps if _said_by(s) == "user"]
 
         def answers() -> dict[str, str]:
             return {
@@ -384,10 +382,12 @@ class RunContext:
             first = next((i for i, s in enumerate(tools) if s.error is None and s.input), None)
             if first is None:
                 return None
-            later = tools[first + 1 :]
-            return sum(s.error == "invalid_arguments" and NOWHERE in str(s.output) for s in later)
+            return sum(s.refusal is not None and s.refusal.ungrounded for s in tools[first + 1 :])
 
-        return Evidence(texts, user=user, answers=answers, guesses=guesses)
+        def refusals() -> list[Refusal]:
+            return [s.refusal for s in self.steps if s.refusal is not None]
+
+        return Evidence(texts, user=user, answers=answers, guesses=guesses, refusals=refusals)
 
     def writes(self, name: str) -> bool:
         """Whether tool `name` has side effects (is not idempotent)."""
@@ -412,10 +412,13 @@ class RunContext:
                 if isinstance(outcome, InputRequired):
                     questions[i] = outcome.question
                     output = f"Not called: waiting for the user's answer to: {outcome.question}"
-                    self.messages.append(_tool_message(call, output))
-                    yield self.tool_step(call, output, None, kind="ask", error="unanswered")
+                    self.messages.append(_tool_message(call, output, "loop"))
+                    asked = outcome.record if isinstance(outcome.record, Question) else None
+                    yield self.tool_step(
+                        call, output, None, kind="ask", error="unanswered", question=asked
+                    )
                     continue
-                self.messages.append(_tool_message(call, outcome.output))
+                self.messages.append(_tool_message(call, outcome.output, outcome.origin))
                 yield self.tool_step(call, outcome.output, outcome)
                 mistakes += outcome.model_mistake
         _replies_in_call_order(self.messages)
@@ -424,7 +427,7 @@ class RunContext:
             self.messages.append(
                 Message(
                     role="user",
-                    name=LOOP_NOTE,
+                    origin="loop",
                     content=f"You asked for {made + self._not_made} calls in one turn; only "
                     f"the first {made} were made (at most {self.budget.max_calls_per_turn} "
                     "per turn). Ask for the others in your next turn if you still need them.",
@@ -433,7 +436,7 @@ class RunContext:
             self._not_made = 0
         if questions:
             question = questions[min(questions)]
-            self.messages.append(Message(role="assistant", content=question))
+            self.messages.append(Message(role="assistant", content=question, origin="loop"))
             raise InputRequired(question)
         if mistakes:
             self.count_mistakes(mistakes)
@@ -477,7 +480,8 @@ class RunContext:
         result: CallResult | None,
         *,
         kind: StepKind | None = None,
-        error: str | None = None,
+        error: StepError | None = None,
+        question: Question | None = None,
     ) -> Step:
         """The `Step` recording a call's result; the last message is its tool message."""
         if kind is None:
@@ -495,6 +499,8 @@ class RunContext:
             seconds=result.seconds if result else 0.0,
             message=self.messages[-1] if self.messages else None,
             started_at=result.started_at if result else time.time(),
+            refusal=result.refusal if result else None,
+            question=question or (result.question if result else None),
         )
 
     async def call(self, call: ToolCall) -> CallResult:
@@ -509,7 +515,7 @@ class RunContext:
         """
         if (problem := _unusable(call.arguments)) is not None:
             output = f"Error: {problem}. Call again with plain values."
-            return _made(call, "invalid_arguments", output)
+            return _made(call, "invalid_arguments", output, "loop")
         if (stopped := await self._checked(call)) is not None:
             return stopped
         key = call_key(call)
@@ -521,6 +527,7 @@ class RunContext:
                 "repeated",
                 f"You already made this exact call and it failed ({self.failed_calls[key]}). "
                 "Use another tool or other arguments.",
+                "loop",
             )
         if key in self._inflight:
             first = await asyncio.shield(self._inflight[key])
@@ -534,6 +541,7 @@ class RunContext:
                     f"Error: this call to {call.name} was started before the run was "
                     "interrupted, and its outcome is unknown. It was not repeated because "
                     f"{call.name} is not idempotent; check its effect before calling again.",
+                    "loop",
                 )
             self.intents.add(key)
             if self.store:
@@ -566,21 +574,33 @@ class RunContext:
             return None
         checked = await check_call(self.checks, call, spec, self.evidence())
         call.arguments = checked.call.arguments
-        if checked.problem is not None:
-            outcome: Outcome = "denied" if checked.denied else "invalid_arguments"
-            return _made(call, outcome, _clip("Error: " + checked.problem))
+        if checked.refusal is not None:
+            return self._refused(call, checked.refusal)
         if checked.question is None:
             return None
-        answer = await self.ask(checked.question)
-        if checked.by[-1:] == [APPROVAL]:
+        question = checked.question
+        try:
+            answer = await self.ask(question.text)
+        except InputRequired as e:
+            e.record = question
+            raise
+        if question.kind == "approval":
             if says_yes(answer):
                 return None
-            return _made(call, "denied", "Error: " + denial(call, "the user did not approve it"))
+            return self._refused(call, denied(call, "the user did not approve it"))
         output = (
-            f"Not called: I asked the user {checked.question!r}; they answered "
+            f"Not called: I asked the user {question.text!r}; they answered "
             f"{answer!r}. Call again with their answer."
         )
-        return _made(call, "asked", output)
+        result = _made(call, "asked", output, "user")
+        result.question = question
+        return result
+
+    def _refused(self, call: ToolCall, refusal: Refusal) -> CallResult:
+        outcome: Outcome = "denied" if refusal.reason == "denied" else "invalid_arguments"
+        result = _made(call, outcome, _clip(ERROR_PREFIX + render(refusal)), "loop")
+        result.refusal = refusal
+        return result
 
     # ------------------------------------------------------------------ the user
 
@@ -601,14 +621,29 @@ class RunContext:
         return str(answer)
 
 
-def _made(call: ToolCall, outcome: Outcome, output: str) -> CallResult:
+def _made(call: ToolCall, outcome: Outcome, output: str, origin: Origin = "tool") -> CallResult:
     return CallResult(
-        call=call, outcome=outcome, output=output, seconds=0.0, started_at=time.time()
+        call=call,
+        outcome=outcome,
+        output=output,
+        seconds=0.0,
+        started_at=time.time(),
+        origin=origin,
     )
 
 
-def _tool_message(call: ToolCall, output: str) -> Message:
-    return Message(role="tool", content=output, tool_call_id=call.id, name=call.name)
+def _tool_message(call: ToolCall, output: str, origin: Origin = "tool") -> Message:
+    return Message(role="tool", content=output, tool_call_id=call.id, name=call.name, origin=origin)
+
+
+def _said_by(step: Step) -> Origin | None:
+    """Who wrote a call step's output: its message's origin (None: not a call's step, or
+    the loop's own text)."""
+    if step.kind not in ("tool", "ask"):
+        return None
+    if step.message is not None and step.message.role in ("tool", "user"):
+        return step.message.origin
+    return "tool" if step.kind == "tool" and step.refusal is None else None
 
 
 def _replies_in_call_order(messages: list[Message]) -> None:

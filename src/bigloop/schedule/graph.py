@@ -24,7 +24,7 @@ from bigloop.atoms.models.base import (
     ToolCall,
     Usage,
 )
-from bigloop.atoms.models.prompts import LOOP_NOTE, describe_tools, to_plain_chat
+from bigloop.atoms.models.prompts import describe_tools, to_plain_chat
 from bigloop.schedule.call import CallResult
 from bigloop.schedule.context import RunContext
 from bigloop.schedule.plan import InvalidPlan, Plan, PlanStep, is_empty, parse_plan, plan_schema
@@ -227,7 +227,7 @@ class GraphPlanner:
             messages.append(Message(role="user", content=turn))
         if g.note:
             messages.append(Message(role="assistant", content=g.last_reply))
-            messages.append(Message(role="user", content=g.note, name=LOOP_NOTE))
+            messages.append(Message(role="user", content=g.note, origin="loop"))
         return messages
 
     async def _execute(

@@ -5,7 +5,9 @@ Two protocols:
 - `CallCheck` — looks at one call before it is made and returns a `Verdict`: accept it,
   adapt its arguments, reject it (the problem goes back to the model), or ask the user.
   The loop runs its checks in order; an adaptation feeds the next check; the first
-  rejection or question ends the checks. A check that must wait (for a person) also has
+  rejection or question ends the checks. A rejection is data (a `Refusal`: reason,
+  check, values), as is a question (`Question`); the model reads the sentence
+  `bigloop.schedule.wording` renders from a refusal. A check that must wait (for a person) also has
   an async `acheck`, which the loop's runner (`check_call`) awaits instead.
 - `ToolSelector` — chooses, from the loop's tools, the ones a task's model turns are
   offered. The loop applies its selectors in order.
@@ -35,12 +37,14 @@ from bigloop.schedule.approval import (
     ASK,
     Approver,
     approval_question,
-    denial,
+    denied,
     irreversible,
     says_yes,
 )
 from bigloop.schedule.grounding import grounded, with_normal_forms
 from bigloop.schedule.select import rank_tools, terms, tool_text
+from bigloop.schedule.wording import render
+from bigloop.trace.records import Question, Reason, Refusal
 
 Action = Literal["accept", "adapt", "reject", "ask"]
 
@@ -50,44 +54,66 @@ class Verdict:
     """A check's decision on one call.
 
     Attributes:
-        action: accept, adapt (make the call with `arguments`), reject (send `message` to
-            the model as the call's result) or ask (put `message` to the user).
+        action: accept, adapt (make the call with `arguments`), reject (the `refusal`
+            goes back to the model as the call's result) or ask (put the `question` to
+            the user).
         arguments: the adapted arguments.
-        message: the problem (reject) or the question (ask).
+        refusal: why the call is refused, as data (`Refusal`); the model reads the
+            sentence `bigloop.schedule.wording` renders from it.
+        question: what the user is asked (`Question`).
+        message: for a check of your own: the problem (reject) or the question (ask), in
+            words; it becomes a `Refusal` with reason "other" or a `Question` of kind
+            "other".
     """
 
     action: Action
     arguments: Any = None
+    refusal: Refusal | None = None
+    question: Question | None = None
     message: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.message and self.refusal is not None:  # the words, for who reads them
+            object.__setattr__(self, "message", render(self.refusal))
+        elif not self.message and self.question is not None:
+            object.__setattr__(self, "message", self.question.text)
 
 
 ACCEPT = Verdict(action="accept")
 
-NOWHERE = "appears nowhere in the request"
-"""How the loop tells the model a value was not in the request (`Clarify`)."""
 
-SETTLE = "The results so far are all there is: answer the request from them now"
-"""How the loop tells the model to stop guessing values and answer from the results it
-has (`Clarify` with `settle`; the ReAct planner's next turn is then an answer)."""
+def refuse(
+    check: str, call: ToolCall, reason: Reason, names: Sequence[str] = (), **detail: Any
+) -> Verdict:
+    """The verdict that refuses `call` for `reason`, naming the arguments `names`."""
+    values = {n: call.arguments[n] for n in names} if isinstance(call.arguments, dict) else {}
+    refusal = Refusal(reason=reason, check=check, tool=call.name, values=values, detail=detail)
+    return Verdict(action="reject", refusal=refusal)
 
 
 Texts = str | Callable[[], list[str]]
 """A text, or a function returning the texts to join (built only when read)."""
 
+_GUESSES = (Reason.UNGROUNDED, Reason.WANDERING, Reason.SETTLE, Reason.COPIED_EXAMPLE)
+"""The refusals that tell the model a value of its came from nowhere (`Evidence.told`)."""
+
 
 class Evidence:
     """What the conversation has said so far — the task, the user's turns, every tool
-    result — as one lower-cased text, built only when a check reads it.
+    result — as one lower-cased text, built only when a check reads it. The loop's own
+    notes and refusals are not part of it (they quote the values they refuse).
 
     Args:
         source: the text, or a function returning the texts to join.
         answers: the user's answers to the loop's questions, by question.
         guesses: None until a call with arguments returns a result in the run (a call
             without arguments, such as `today()`, shows nothing about the request); then,
-            how many calls have been refused since for values from nowhere (`NOWHERE`).
+            how many calls have been refused since for values from nowhere
+            (`Refusal.ungrounded`).
         user: what the user said (the task, their turns, their answers), apart from what
             tools returned: tool results are data, and never speak for the user. Without
             it, all of `source` counts as the user's.
+        refusals: the refusals the run's checks have made so far.
     """
 
     def __init__(
@@ -97,11 +123,13 @@ class Evidence:
         user: Texts | None = None,
         answers: Callable[[], dict[str, str]] | None = None,
         guesses: Callable[[], int | None] | None = None,
+        refusals: Callable[[], list[Refusal]] | None = None,
     ) -> None:
         self._source = source
         self._user = user
         self._answers = answers
         self._guesses = guesses
+        self._refusals = refusals
 
     @cached_property
     def guesses_after_results(self) -> int | None:
@@ -115,25 +143,36 @@ class Evidence:
         return None if self._answers is None else self._answers().get(question)
 
     @cached_property
+    def refusals(self) -> list[Refusal]:
+        """The run's refusals so far, oldest first."""
+        return [] if self._refusals is None else self._refusals()
+
+    def told(self, tool: str, values: dict[str, Any]) -> bool:
+        """Whether the model was already told that these values of a call to `tool` came
+        from nowhere (by any check): a model that makes the call again insists."""
+        return any(
+            r.reason in _GUESSES and r.tool == tool and r.values == values for r in self.refusals
+        )
+
+    @cached_property
     def text(self) -> str:
         """The conversation in lower case, plus the normal forms of the numbers and dates
         it writes ("2,480" also as 2480; `with_normal_forms`)."""
         return _lower_text(self._source)
 
-    @cached_property
+    @property
     def said(self) -> str:
-        """`text` without the loop's own notes that a value was not in the request (they
-        quote the value, and must not ground it)."""
-        return _without_notes(self.text)
+        """`text` (kept for checks written against it)."""
+        return self.text
 
     @cached_property
     def user_said(self) -> str:
-        """`said`, keeping only the user's own words (no tool results)."""
-        return self.said if self._user is None else _without_notes(_lower_text(self._user))
+        """`text`, keeping only the user's own words (no tool results)."""
+        return self.text if self._user is None else _lower_text(self._user)
 
     def mentions(self, value: str | int | float) -> bool:
         """Whether `value`'s words and numbers all occur in the conversation (`grounded`)."""
-        return grounded(value, self.said)
+        return grounded(value, self.text)
 
     def user_mentions(self, value: str | int | float) -> bool:
         """Whether the user themselves gave `value` (`mentions`, tool results left out)."""
@@ -142,10 +181,6 @@ class Evidence:
 
 def _lower_text(source: Texts) -> str:
     return with_normal_forms((source if isinstance(source, str) else "\n".join(source())).lower())
-
-
-def _without_notes(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if NOWHERE not in line)
 
 
 class CallCheck(Protocol):
@@ -240,14 +275,11 @@ class RejectCopiedExamples:
         ]
         if not copied:
             return ACCEPT
-        note = slip(call, copied)
-        if note.lower() in evidence.text:  # said once; the model insists: the next checks
-            return ACCEPT  # (a question to the user, or the tool's own answer) decide
-        return Verdict(
-            action="reject",
-            message=f"{note}: it is the example from the tool's description. Use the values "
-            "the request gives; if it gives none, make the same call again.",
-        )
+        verdict = refuse(self.name, call, Reason.COPIED_EXAMPLE, copied)
+        assert verdict.refusal is not None
+        if evidence.told(call.name, verdict.refusal.values):  # said once; the model insists:
+            return ACCEPT  # the next checks (a question to the user, the tool itself) decide
+        return verdict
 
 
 @dataclass(kw_only=True)
@@ -274,11 +306,16 @@ class FaithfulExpressions:
                 meant = _value(expression)
                 same_numbers = sorted(_numbers(expression)) == sorted(_numbers(value))
                 if meant is not None and same_numbers and abs(meant - written) > 1e-9:
-                    return Verdict(
-                        action="reject",
-                        message=f"{name}={value!r} computes {written:g}, but the request's "
-                        f"{expression.strip()!r} computes {meant:g}; write the request's "
-                        "expression as it is, parentheses included",
+                    return refuse(
+                        self.name,
+                        call,
+                        Reason.REWRITTEN_EXPRESSION,
+                        [name],
+                        name=name,
+                        value=value,
+                        written=written,
+                        expression=expression.strip(),
+                        meant=meant,
                     )
         return ACCEPT
 
@@ -311,7 +348,8 @@ class ApproveIrreversible:
             question = approval_question(call)
             said = evidence.answer_to(question)
             if said is None:
-                return Verdict(action="ask", message=question)
+                asked = Question(text=question, kind="approval", check=self.name, call=call)
+                return Verdict(action="ask", question=asked)
             return ACCEPT if says_yes(said) else _denied(call, "the user did not approve it")
         if self.approve is None:
             return _denied(call, "nobody could be asked to approve it")
@@ -336,8 +374,8 @@ def _approved(call: ToolCall, answer: object) -> Verdict:
     return ACCEPT if answer is True else _denied(call, "its approval was refused")
 
 
-def _denied(call: ToolCall, reason: str) -> Verdict:
-    return Verdict(action="reject", message=denial(call, reason))
+def _denied(call: ToolCall, why: str) -> Verdict:
+    return Verdict(action="reject", refusal=denied(call, why))
 
 
 @dataclass(kw_only=True)
@@ -488,16 +526,21 @@ class Checked:
     """The outcome of a loop's checks on one call: the call to make, or why not."""
 
     call: ToolCall
-    problem: str | None = None
-    question: str | None = None
+    refusal: Refusal | None = None
+    question: Question | None = None
     by: list[str] = field(default_factory=list)
     """Names of the checks that adapted, rejected or asked."""
+
+    @property
+    def problem(self) -> str | None:
+        """The refusal as the model reads it (`wording.render`); None when not refused."""
+        return None if self.refusal is None else render(self.refusal)
 
     @property
     def denied(self) -> bool:
         """The approval gate refused the call (not the model's mistake: its arguments
         may be right)."""
-        return self.problem is not None and self.by[-1:] == [APPROVAL]
+        return self.refusal is not None and self.refusal.reason == Reason.DENIED
 
 
 def run_checks(
@@ -537,9 +580,11 @@ def _settled(out: Checked, name: str, verdict: Verdict) -> bool:
         out.call = ToolCall(id=out.call.id, name=out.call.name, arguments=verdict.arguments)
         return False
     if verdict.action == "reject":
-        out.problem = verdict.message
+        out.refusal = verdict.refusal or Refusal(
+            reason=Reason.OTHER, check=name, tool=out.call.name, detail={"message": verdict.message}
+        )
     else:
-        out.question = verdict.message
+        out.question = verdict.question or Question(text=verdict.message, check=name, call=out.call)
     return True
 
 
@@ -563,12 +608,6 @@ def _value(expression: str) -> float | None:
         return float(evaluate(expression))
     except (ValueError, ArithmeticError, TypeError, RecursionError):
         return None
-
-
-def slip(call: ToolCall, names: list[str]) -> str:
-    """The loop's note that values of `call` came from nowhere in the request."""
-    values = ", ".join(f"{n}={call.arguments[n]!r}" for n in names)
-    return f"{call.name}: {values} {NOWHERE}"
 
 
 def guessable(value: Any) -> bool:

@@ -9,12 +9,10 @@ from collections.abc import AsyncIterator
 
 from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
-from bigloop.atoms.models.prompts import ANSWER_NOW, LOOP_NOTE
-from bigloop.schedule.clarify import Clarify
+from bigloop.atoms.models.prompts import ANSWER_NOW
 from bigloop.schedule.context import RunContext
 from bigloop.schedule.more_calls import MoreCalls
-from bigloop.schedule.policies import NOWHERE, SETTLE
-from bigloop.trace.records import Step
+from bigloop.trace.records import Reason, Step
 
 _MISTAKES = ("unknown_tool", "invalid_arguments")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -22,15 +20,13 @@ DEFAULT_MORE_CALLS = MoreCalls()
 
 
 def _refused_guess(ctx: RunContext) -> ToolCall | None:
-    """The last call refused because a value appears nowhere in the request, when no call
-    of the run has succeeded and the run asks about such values (`Clarify` with
-    `ungrounded`): made again, it becomes the question to the user."""
-    if not any(isinstance(c, Clarify) and c.ungrounded for c in ctx.checks):
-        return None
+    """The last call refused because a value appears nowhere in the request (reason
+    `ungrounded`, which only a check that asks the user about such values gives), when no
+    call of the run has succeeded: made again, it becomes the question to the user."""
     tools = [s for s in ctx.steps if s.kind in ("tool", "ask")]
     if any(s.error is None for s in tools):
         return None
-    refused = [s for s in tools if s.error == "invalid_arguments" and NOWHERE in str(s.output)]
+    refused = [s for s in tools if s.refusal is not None and s.refusal.reason == Reason.UNGROUNDED]
     if not refused:
         return None
     last = refused[-1]
@@ -63,6 +59,9 @@ class ReactPlanner:
             value the request never gave, and no call has succeeded, make that call again
             instead (once): the clarifying check then asks the user for the value, rather
             than the run ending on an answer from memory.
+        answer_from_results: when a turn's calls only repeat earlier ones (their results
+            are in the conversation), or a check told the model to settle, ask for the
+            answer without offering tools.
     """
 
     name = "react"
@@ -74,11 +73,13 @@ class ReactPlanner:
         check_answers: bool = True,
         more_calls: MoreCalls | None = DEFAULT_MORE_CALLS,
         ask_after_refusal: bool = True,
+        answer_from_results: bool = True,
     ) -> None:
         self.stop_after_calls = stop_after_calls
         self.check_answers = check_answers
         self.more_calls = more_calls
         self.ask_after_refusal = ask_after_refusal
+        self.answer_from_results = answer_from_results
 
     def restore(self, ctx: RunContext) -> list[ToolCall]:
         """The calls the last model turn asked for that have no completed step (a run
@@ -110,17 +111,21 @@ class ReactPlanner:
                     return
                 # A model that only repeats calls already has their results, and one told to
                 # settle (`Clarify`) has all it will get: ask for the answer.
-                answer_only = bool(made) and (
-                    repeats == len(made)
-                    or (
-                        all(s.error is not None for s in made)
-                        and any(SETTLE in str(s.output) for s in made)
+                answer_only = (
+                    self.answer_from_results
+                    and bool(made)
+                    and (
+                        repeats == len(made)
+                        or (
+                            all(s.error is not None for s in made)
+                            and any(s.refusal and s.refusal.reason == Reason.SETTLE for s in made)
+                        )
                     )
                 )
             ctx.check_budget()
             if answer_only:
                 ctx.messages.append(
-                    Message(role="user", content=ANSWER_NOW.format(task=ctx.task), name=LOOP_NOTE)
+                    Message(role="user", content=ANSWER_NOW.format(task=ctx.task), origin="loop")
                 )
             specs = [] if answer_only else ctx.specs
             response = await ctx.model_turn(ctx.messages, specs=specs)

@@ -37,7 +37,6 @@ from bigloop.atoms.models.base import (
     ToolCall,
     ToolSpec,
 )
-from bigloop.atoms.models.prompts import LOOP_NOTE, USER_ANSWERED
 from bigloop.atoms.schema import schema_problems
 from bigloop.schedule.call import MODEL_MISTAKES
 from bigloop.schedule.grounding import grounded
@@ -262,7 +261,7 @@ def credits(steps: Sequence[Step], status: str, members: Sequence[str]) -> list[
 def _request(messages: list[Message]) -> str:
     """The user's last request (not the loop's own notes)."""
     for m in reversed(messages):
-        if m.role == "user" and m.name != LOOP_NOTE:
+        if m.origin == "user" and m.answers is None:
             return m.content
     return ""
 
@@ -299,18 +298,10 @@ def grounded_reply(response: ModelResponse, tools: list[ToolSpec], messages: lis
     )
 
 
-_ANSWERED = USER_ANSWERED.split("{", 1)[0]
-_REFUSED = ("Error", "You already made")
-
-
 def _said(messages: list[Message]) -> list[str]:
-    """What the user and the tools said (not the loop's own notes or refusals)."""
-    return [
-        m.content
-        for m in messages
-        if (m.role == "user" and (m.name != LOOP_NOTE or m.content.startswith(_ANSWERED)))
-        or (m.role == "tool" and not m.content.startswith(_REFUSED))
-    ]
+    """What the user (their requests and answers) and the tools said — not the loop's own
+    notes or refusals (`Message.origin`)."""
+    return [m.content for m in messages if m.origin in ("user", "tool")]
 
 
 def _scalars(value: object) -> list[str | int | float]:

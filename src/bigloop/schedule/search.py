@@ -23,7 +23,16 @@ from bigloop.schedule.context import RunContext
 from bigloop.schedule.plan import is_empty
 from bigloop.trace.records import Step
 
-Verifier = Callable[[str, str, list[str]], float]
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    """One tool result on a path: what the model read, and whether the call succeeded."""
+
+    text: str
+    ok: bool
+
+
+Verifier = Callable[[str, str, list[Result]], float]
 """(task, answer, tool results on the path) -> score in [0, 1]; ≥ 0.5 accepts."""
 
 FAILURE_COST = 2.0
@@ -38,14 +47,14 @@ class Node:
     messages: list[Message]
     g: float = 0.0
     h: float = 0.0
-    results: list[str] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
 
     @property
     def f(self) -> float:
         return self.g + self.h
 
 
-def default_verifier(task: str, answer: str, results: list[str]) -> float:
+def default_verifier(task: str, answer: str, results: list[Result]) -> float:
     """1 for a non-empty answer reached after a successful last call; 0.5 for one made
     without any call (accepted, but after any tool-backed answer of similar cost); below
     0.5 (rejected) when empty or after a failed or empty last result."""
@@ -53,7 +62,7 @@ def default_verifier(task: str, answer: str, results: list[str]) -> float:
         return 0.0
     if not results:
         return 0.5
-    if results[-1].startswith("Error") or is_empty(results[-1]):
+    if not results[-1].ok or is_empty(results[-1].text):
         return 0.2
     return 1.0
 
@@ -126,7 +135,7 @@ class SearchPlanner:
                     if step.message is not None:
                         results.append(step.message)
                     output = str(step.output)
-                    child.results.append(output)
+                    child.results.append(Result(text=output, ok=_succeeded(step)))
                     child.g += 1
                     if step.error or is_empty(output):
                         child.h += FAILURE_COST
@@ -149,3 +158,10 @@ class SearchPlanner:
         if k == 0:
             return base
         return replace(base, temperature=self.temperature, seed=(base.seed or 0) + k)
+
+
+def _succeeded(step: Step) -> bool:
+    """The call gave a result: made, or repeated with the earlier result (the tool's)."""
+    if step.error == "repeated":
+        return step.message is not None and step.message.origin == "tool"
+    return step.error is None

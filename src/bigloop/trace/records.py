@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 from bigloop.atoms.models.base import Message, ToolCall, Usage
@@ -11,6 +12,129 @@ StepKind = Literal["model", "tool", "ask", "message", "adapt"]
 """Also "message", one exchange between agents of a team (`bigloop.team`), and "adapt", a
 value a model converted to fit an atom's input (`bigloop.schedule.adapt`)."""
 RunStatus = Literal["running", "ok", "budget_exceeded", "failed", "interrupted", "input_required"]
+StepError = (
+    Literal[
+        "malformed_reply",
+        "unknown_tool",
+        "invalid_arguments",
+        "tool_error",
+        "repeated",
+        "asked",
+        "denied",
+        "unanswered",
+        "invalid_extraction",
+    ]
+    | RunStatus
+)
+"""How a step went wrong: the model's reply could not be read (`malformed_reply`), a call
+named no tool, had arguments a tool or a check refused, failed in the tool, repeated an
+earlier call, was put to the user (`asked`) or refused approval (`denied`); a question
+still waits for its answer (`unanswered`); a value could not be converted
+(`invalid_extraction`); a team's message step takes the status its receiver's run ended
+with."""
+
+
+class Reason(StrEnum):
+    """Why a check stopped a call: the typed half of a refusal, which planners and the
+    trace read (the model reads the sentence `bigloop.schedule.wording` renders from it)."""
+
+    UNGROUNDED = "ungrounded"
+    """A required value appears nowhere in the conversation; made again unchanged, the
+    call becomes a question to the user."""
+    WANDERING = "wandering"
+    """A value from nowhere after the run already has results: the model may have them."""
+    SETTLE = "settle"
+    """Values from nowhere again after results: calling ends, the planner asks for the
+    answer from the results."""
+    COPIED_EXAMPLE = "copied_example"
+    """A value copied from the tool's own documentation."""
+    REWRITTEN_EXPRESSION = "rewritten_expression"
+    """An arithmetic argument computes another value than the request's expression."""
+    DENIED = "denied"
+    """An irreversible call that was not approved."""
+    OTHER = "other"
+    """A check's own reason, in its `detail["message"]`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refusal:
+    """A check's refusal of one call, as data.
+
+    Attributes:
+        reason: why (`Reason`).
+        check: the name of the check that refused.
+        tool: the call's tool.
+        values: the arguments concerned, by name, as the model wrote them.
+        detail: what the reason's wording needs besides (e.g. the expression the request
+            wrote and the two values; why an approval was refused).
+    """
+
+    reason: Reason
+    check: str
+    tool: str
+    values: dict[str, Any] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ungrounded(self) -> bool:
+        """The call's values came from nowhere in the conversation (a guess)."""
+        return self.reason in (Reason.UNGROUNDED, Reason.WANDERING, Reason.SETTLE)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reason": self.reason.value,
+            "check": self.check,
+            "tool": self.tool,
+            "values": self.values,
+            "detail": self.detail,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Refusal:
+        return cls(
+            reason=Reason(data["reason"]),
+            check=str(data["check"]),
+            tool=str(data["tool"]),
+            values=dict(data.get("values") or {}),
+            detail=dict(data.get("detail") or {}),
+        )
+
+
+QuestionKind = Literal["clarify", "approval", "other"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    """A question the loop put to the user, as data.
+
+    Attributes:
+        text: what the user is asked.
+        kind: "clarify" (a value the call needs), "approval" (may the irreversible call be
+            made?) or "other".
+        check: the name of the check that asked ("" when a planner asked).
+        call: the call the question is about, when there is one: a yes to an approval
+            makes exactly this call.
+    """
+
+    text: str
+    kind: QuestionKind = "other"
+    check: str = ""
+    call: ToolCall | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        call = None if self.call is None else asdict(self.call)
+        return {"text": self.text, "kind": self.kind, "check": self.check, "call": call}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Question:
+        call = data.get("call")
+        kind = data.get("kind", "other")
+        return cls(
+            text=str(data["text"]),
+            kind=kind if kind in ("clarify", "approval") else "other",
+            check=str(data.get("check") or ""),
+            call=None if call is None else ToolCall(**call),
+        )
 
 
 @dataclass(kw_only=True)
@@ -18,7 +142,8 @@ class Step:
     """One completed step: a model turn, a tool call, or a question to the user ("ask").
 
     `message` is what the step added to the conversation; replaying the messages of a
-    run's steps rebuilds its state, which is how an interrupted run resumes.
+    run's steps rebuilds its state, which is how an interrupted run resumes. A call a
+    check stopped carries the check's `refusal`; a question to the user its `question`.
     """
 
     run_id: str
@@ -27,12 +152,14 @@ class Step:
     name: str
     input: Any = None
     output: Any = None
-    error: str | None = None
+    error: StepError | None = None
     seconds: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     message: Message | None = None
     started_at: float = 0.0
+    refusal: Refusal | None = None
+    question: Question | None = None
 
 
 @dataclass(kw_only=True)
@@ -85,5 +212,13 @@ def message_to_dict(message: Message) -> dict[str, Any]:
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
+    """A message as `message_to_dict` wrote it. A message stored before messages carried
+    their origin, with `name` "bigloop", was the loop's own note."""
     calls = [ToolCall(**c) for c in data.get("tool_calls", [])]
-    return Message(**{**data, "tool_calls": calls})
+    data = {**data, "tool_calls": calls}
+    if data.get("origin") is None and data.get("name") == _OLD_LOOP_NAME:
+        data |= {"origin": "loop", "name": None}
+    return Message(**data)
+
+
+_OLD_LOOP_NAME = "bigloop"

@@ -24,12 +24,12 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import Message, ToolCall
-from bigloop.trace.records import RunResult, Step
+from bigloop.trace.records import Question, Refusal, RunResult, Step, StepError
 
 REDACTED = "[REDACTED]"
 
@@ -180,9 +180,24 @@ class Redactor:
             step,
             input=self.value(step.input),
             output=self.value(step.output),
-            error=None if step.error is None else self.text(step.error),
+            error=None if step.error is None else cast(StepError, self.text(step.error)),
             message=None if step.message is None else self.message(step.message),
+            refusal=None if step.refusal is None else self.refusal(step.refusal),
+            question=None if step.question is None else self.question(step.question),
         )
+
+    def refusal(self, refusal: Refusal) -> Refusal:
+        """A copy of `refusal`, redacted (the values and details it quotes)."""
+        return replace(
+            refusal, values=self.value(refusal.values), detail=self.value(refusal.detail)
+        )
+
+    def question(self, question: Question) -> Question:
+        """A copy of `question`, redacted (its text and the call it is about)."""
+        call = question.call
+        if call is not None:
+            call = replace(call, arguments=self.value(call.arguments))
+        return replace(question, text=self.text(question.text), call=call)
 
     def result(self, result: RunResult) -> RunResult:
         """A copy of `result`, redacted (task, answer, error, question, steps, messages)."""

@@ -31,6 +31,8 @@ from typing import Any
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import Message, Usage
 from bigloop.trace.records import (
+    Question,
+    Refusal,
     RunResult,
     RunStatus,
     Step,
@@ -40,10 +42,12 @@ from bigloop.trace.records import (
 )
 from bigloop.trace.redact import Redactor
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The trace file's layout. 1: runs, steps, intents (files written before the layout had a
 version say 0). 2: `runs.owner` and `runs.heartbeat`, who is running a run. 3: `runs.cost`,
-the run's cost so far (NULL for runs recorded before)."""
+the run's cost so far (NULL for runs recorded before). 4: `steps.refusal` and
+`steps.question`, a check's refusal and a question to the user as data (JSON), and
+`runs.question`, the question a run stopped on."""
 
 STALE_SECONDS = 600.0
 """A run owned by a process on another host whose last step is older than this may be
@@ -62,7 +66,8 @@ _TABLES = (
     ended_at REAL,
     owner TEXT,
     heartbeat REAL,
-    cost REAL
+    cost REAL,
+    question TEXT
 )""",
     """CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -77,6 +82,8 @@ _TABLES = (
     completion_tokens INTEGER NOT NULL,
     message TEXT,
     started_at REAL NOT NULL,
+    refusal TEXT,
+    question TEXT,
     PRIMARY KEY (run_id, idx)
 )""",
     """CREATE TABLE IF NOT EXISTS intents (
@@ -86,15 +93,19 @@ _TABLES = (
     PRIMARY KEY (run_id, call)
 )""",
 )
-_ADDED = {"runs": (("owner", "TEXT"), ("heartbeat", "REAL"), ("cost", "REAL"))}
+_ADDED = {
+    "runs": (("owner", "TEXT"), ("heartbeat", "REAL"), ("cost", "REAL"), ("question", "TEXT")),
+    "steps": (("refusal", "TEXT"), ("question", "TEXT")),
+}
 """Columns added since version 1, by table: the upgrade adds them to an older file."""
 _STEP_COLUMNS = (
     "run_id, idx, kind, name, input, output, error, seconds, prompt_tokens, "
-    "completion_tokens, message, started_at"
+    "completion_tokens, message, started_at, refusal, question"
 )
 _COLUMNS = {
     "runs": (
-        "run_id task model config status answer error started_at ended_at owner heartbeat cost"
+        "run_id task model config status answer error started_at ended_at owner heartbeat cost "
+        "question"
     ).split(),
     "steps": _STEP_COLUMNS.replace(",", "").split(),
     "intents": ["run_id", "call", "started_at"],
@@ -127,6 +138,8 @@ class RunSummary:
     cost: float | None = None
     """The run's cost from the atoms' cards, as of its last recorded step; None for a run
     recorded before bigloop stored costs."""
+    question: str | None = None
+    """The question a run with status "input_required" stopped on."""
 
 
 @dataclass(kw_only=True)
@@ -204,7 +217,8 @@ class TraceStore:
         step = self.redactor.step(step)
         with self._tx() as db:
             db.execute(
-                f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO steps ({_STEP_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     step.run_id,
                     step.index,
@@ -218,6 +232,8 @@ class TraceStore:
                     step.completion_tokens,
                     _dump_message(step.message) if step.message else None,
                     step.started_at,
+                    _dump(step.refusal.to_dict()) if step.refusal else None,
+                    _dump(step.question.to_dict()) if step.question else None,
                 ),
             )
             db.execute(
@@ -249,16 +265,18 @@ class TraceStore:
         error: str | None,
         *,
         cost: float | None = None,
+        question: str | None = None,
     ) -> None:
         """Record how a run ended; `cost`, what the whole run cost (None keeps the cost
-        recorded with its last step)."""
+        recorded with its last step); `question`, what a run that stopped to ask asks."""
         answer = None if answer is None else self.redactor.text(answer)
         error = None if error is None else self.redactor.text(error)
+        question = None if question is None else self.redactor.text(question)
         with self._tx() as db:
             db.execute(
                 "UPDATE runs SET status = ?, answer = ?, error = ?, ended_at = ?, "
-                "cost = COALESCE(?, cost) WHERE run_id = ?",
-                (status, _text(answer), _text(error), time.time(), cost, run_id),
+                "cost = COALESCE(?, cost), question = ? WHERE run_id = ?",
+                (status, _text(answer), _text(error), time.time(), cost, _text(question), run_id),
             )
 
     def claim(self, run_id: str) -> bool:
@@ -299,8 +317,7 @@ class TraceStore:
 
     def steps(self, run_id: str) -> list[Step]:
         rows = self._db.execute(
-            "SELECT run_id, idx, kind, name, input, output, error, seconds, prompt_tokens, "
-            "completion_tokens, message, started_at FROM steps WHERE run_id = ? ORDER BY idx",
+            f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY idx",
             (run_id,),
         ).fetchall()
         return [
@@ -317,6 +334,8 @@ class TraceStore:
                 completion_tokens=r[9],
                 message=message_from_dict(json.loads(r[10])) if r[10] else None,
                 started_at=r[11],
+                refusal=Refusal.from_dict(json.loads(r[12])) if r[12] else None,
+                question=Question.from_dict(json.loads(r[13])) if r[13] else None,
             )
             for r in rows
         ]
@@ -368,7 +387,7 @@ class TraceStore:
     def _summaries(self, where: str, params: tuple[Any, ...], limit: int) -> list[RunSummary]:
         rows = self._db.execute(
             "SELECT r.run_id, r.task, r.model, r.status, r.answer, r.error, r.started_at, "
-            "r.ended_at, r.config, r.cost, COUNT(s.idx), "
+            "r.ended_at, r.config, r.cost, r.question, COUNT(s.idx), "
             "COALESCE(SUM(s.kind = 'tool'), 0), COALESCE(SUM(s.prompt_tokens), 0), "
             "COALESCE(SUM(s.completion_tokens), 0) "
             f"FROM runs r LEFT JOIN steps s ON s.run_id = r.run_id {where} "
@@ -387,10 +406,11 @@ class TraceStore:
                 ended_at=r[7],
                 config=json.loads(r[8]),
                 cost=r[9],
-                steps=r[10],
-                tool_calls=r[11],
-                prompt_tokens=r[12],
-                completion_tokens=r[13],
+                question=r[10],
+                steps=r[11],
+                tool_calls=r[12],
+                prompt_tokens=r[13],
+                completion_tokens=r[14],
             )
             for r in rows
         ]
@@ -415,6 +435,7 @@ class TraceStore:
             steps=steps,
             usage=usage,
             cost=summary.cost or 0.0,
+            question=summary.question,
         )
 
 
@@ -586,6 +607,7 @@ def _dump_message(message: Message) -> str:
             "tool_calls": calls,
             "tool_call_id": message.tool_call_id,
             "name": message.name,
+            "origin": message.origin,
         }
         return valid_text(json.dumps(data, ensure_ascii=False))
 

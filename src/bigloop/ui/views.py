@@ -42,7 +42,8 @@ def run_view(summary: RunSummary) -> dict[str, Any]:
         "status": summary.status,
         "answer": summary.answer,
         "error": summary.error,
-        "question": summary.error if summary.status == "input_required" else None,
+        "question": summary.question
+        or (summary.error if summary.status == "input_required" else None),
         "started_at": summary.started_at,
         "ended_at": summary.ended_at,
         "seconds": max(0.0, end - summary.started_at),

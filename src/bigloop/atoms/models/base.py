@@ -9,6 +9,16 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from bigloop.atoms.card import AtomCard
 
 Role = Literal["system", "user", "assistant", "tool"]
+Origin = Literal["system", "user", "model", "tool", "loop"]
+"""Who wrote a message's text: the user's own words, the model's reply, what a tool
+returned, or the loop's own note (a correction, a refusal, a prompt to answer) — which a
+grounding check never takes as the user's words, whatever the message's role."""
+_ORIGIN_OF_ROLE: dict[str, Origin] = {
+    "system": "system",
+    "user": "user",
+    "assistant": "model",
+    "tool": "tool",
+}
 Effect = Literal["read", "write", "irreversible"]
 
 
@@ -45,11 +55,26 @@ class ToolCall:
 
 @dataclass(kw_only=True)
 class Message:
+    """One turn of a conversation.
+
+    Attributes:
+        origin: who wrote `content` (`Origin`); None takes it from the role (a user turn
+            is the user's, a tool turn the tool's). The loop's own turns say "loop".
+        answers: for the user's answer to a question the loop asked, that question (the
+            turn is the user's words, but not a new request).
+    """
+
     role: Role
     content: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    origin: Origin | None = None
+    answers: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.origin is None:
+            self.origin = _ORIGIN_OF_ROLE.get(self.role, "user")
 
 
 LATENCY_FIELDS = (

@@ -27,9 +27,6 @@ Tool results so far for my request ({task}):
 If they give what I asked for, reply {{"answer": "<the answer>"}} now; call another tool only \
 if something I asked for is still missing."""
 
-LOOP_NOTE = "bigloop"
-"""`Message.name` of user turns the loop itself writes (corrections, prompts to answer)."""
-
 USER_ANSWERED = "Answer to the question {question!r}: {answer}"
 """The loop's note of the user's answer to a question, given on resume (the answer is
 the user's own words, although the loop writes the note)."""
@@ -91,7 +88,7 @@ def to_plain_chat(messages: list[Message], tools: list[ToolSpec]) -> list[dict[s
                 calls[c.id] = f"{c.name}({args})"
             out.append({"role": "assistant", "content": render_call_reply(m)})
         elif m.role == "user":
-            if m.name != LOOP_NOTE:
+            if m.origin == "user" and m.answers is None:  # a request, not an answer
                 task = m.content
             out.append({"role": "user", "content": m.content})
     if pending:
