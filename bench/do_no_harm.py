@@ -131,7 +131,9 @@ def outcome(expected: ToolCall, steps: list[Any], used: set[int], replay: Replay
     return "not_made"
 
 
-async def replay_case(case: MultiCase, system: str | None) -> dict[str, Any]:
+async def replay_case(
+    case: MultiCase, system: str | None, policies: dict[str, Any] | None = None
+) -> dict[str, Any]:
     sim = Simulation(case)
     history: list[Message] = []
     counts: collections.Counter[str] = collections.Counter()
@@ -143,7 +145,7 @@ async def replay_case(case: MultiCase, system: str | None) -> dict[str, Any]:
         expected = [parse_call(c, docs) for c in case.answer[turn]]
         replay = Replay(expected)
         model = FunctionModel(replay.reply, name="replay")
-        config = LoopConfig(system=system, max_steps=len(expected) + 3)
+        config = LoopConfig(system=system, max_steps=len(expected) + 3, **(policies or {}))
         loop = build_loop(config, sim.tools(docs, stateful=True), model)
         result = await loop.run(request, history=history)
         history = result.messages
@@ -204,6 +206,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="cases per category")
     parser.add_argument("--out", default=None, help="result file name (default: git revision)")
+    parser.add_argument(
+        "--off", action="append", default=[], help="a policy to switch off (repeatable)"
+    )
+    parser.add_argument("--clarify", default="ungrounded", help="off, missing or ungrounded")
     args = parser.parse_args()
     name = args.out or revision()
     report: dict[str, Any] = {"revision": revision(), "command": " ".join(sys.argv), "rows": {}}
@@ -211,21 +217,23 @@ async def main() -> None:
         f"# Do-no-harm replay ({report['revision']})",
         "",
         f"`{report['command']}` — ground-truth calls replayed through "
-        "`Loop.from_config(LoopConfig())` (default policies, auto planner, "
-        "clarify=ungrounded), history carried between turns.",
+        f"`Loop.from_config(LoopConfig(clarify={args.clarify!r}, off={args.off}))` "
+        "(auto planner, every other policy on), history carried between turns.",
         "",
         "| category | system prompt | split | cases | calls | unchanged | "
         + " | ".join(HARMS)
         + " | BFCL checker valid |",
         "|---|---|---|---|---|---|" + "---|" * len(HARMS) + "---|",
     ]
+    policies = {"clarify": args.clarify, "off": args.off}
+    report["policies"] = policies
     start = time.perf_counter()
     for category in CATEGORIES:
         cases = load_multi_cases(category, args.limit)
         for system in (None, SYSTEM):
             rows = []
             for n, case in enumerate(cases, 1):
-                rows.append(await replay_case(case, system))
+                rows.append(await replay_case(case, system, policies))
                 print(
                     f"\r{category} system={bool(system)} {n}/{len(cases)}", end="", file=sys.stderr
                 )

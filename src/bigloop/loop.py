@@ -320,11 +320,20 @@ class Loop:
         }
         return Tool.from_schema(name, description, schema, run, timeout_s=timeout_s)
 
-    def select(self, task: str) -> list[ToolSpec]:
-        """The tools offered for `task`: the loop's selectors applied in order."""
+    def select(self, task: str, history: Sequence[Message] = ()) -> list[ToolSpec]:
+        """The tools offered for `task`: the loop's selectors applied in order. A selector
+        that reads the conversation (`reads_conversation`) gets the words of `history`
+        too; one that was already calling tools keeps them all."""
+        said = "\n".join(m.content for m in history if m.origin in ("user", "tool"))
+        called = any(m.tool_calls for m in history)
         specs = self.specs
         for selector in self.selectors:
-            specs = selector.select(task, specs)
+            if getattr(selector, "reads_conversation", False):
+                if called:
+                    continue
+                specs = selector.select(f"{said}\n{task}" if said else task, specs)
+            else:
+                specs = selector.select(task, specs)
         return specs
 
     def _context(self, run_id: str, task: str, messages: list[Message]) -> RunContext:
@@ -332,6 +341,7 @@ class Loop:
             hook for s in self.selectors if (hook := getattr(s, "after_call", None)) is not None
         ]
         task_index = len(messages)
+        history = list(messages)
         messages.append(Message(role="user", content=task))
         return RunContext(
             run_id=run_id,
@@ -341,7 +351,7 @@ class Loop:
             system=self.system,
             tools=self.tools,
             catalog=self.catalog,
-            specs=self.select(task),
+            specs=self.select(task, history),
             messages=messages,
             task_index=task_index,
             budget=self.budget,

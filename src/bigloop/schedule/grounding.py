@@ -31,6 +31,26 @@ _CURRENCIES = {
     "sek": ("krona", "swedish"),
     "nok": ("krone", "norwegian"),
 }
+_NUMBER_WORDS = {
+    word: n
+    for n, words in enumerate(
+        [
+            ("zero",),
+            ("one", "first"),
+            ("two", "second"),
+            ("three", "third"),
+            ("four", "fourth"),
+            ("five", "fifth"),
+            ("six", "sixth"),
+            ("seven", "seventh"),
+            ("eight", "eighth"),
+            ("nine", "ninth"),
+            ("ten", "tenth"),
+        ]
+    )
+    for word in words
+}
+"""Numbers people write as words ("four decimal places" gives 4)."""
 _THOUSANDS = re.compile(r"\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b")
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b)")
 _MONTHS = {
@@ -74,18 +94,41 @@ def _covered(text: str, context: str) -> bool:
     tokens = _TOKEN.findall(text)
     if all(t in context for t in tokens):
         return True
+    if _PROSE.search(text) and len(tokens) >= _PROSE_WORDS:  # the model's own writing
+        return any(t in context for t in tokens if len(t) >= 4)
+    if (m := _FILE_NAME.fullmatch(text.strip())) is not None:  # an extension is its format
+        tokens = _TOKEN.findall(m.group(1))
     words = set(_TOKEN.findall(context))
-    return all(
-        t in context or (len(t) <= 3 and t.isalpha() and any(_abbreviates(t, w) for w in words))
-        for t in tokens
-    )
+    return all(_said(part, context, words) for t in tokens for part in _PARTS.findall(t))
+
+
+_PROSE = re.compile(r"\s")
+_PROSE_WORDS = 5
+"""A value of this many words or more, with spaces, is prose the model wrote (a message,
+a description): grounded when one of its longer words occurs in the context."""
+_FILE_NAME = re.compile(r"([^\s/\\]*[a-z][^\s/\\]*)\.[a-z][a-z0-9]{0,4}")
+"""A file name: a stem with a letter, then an extension that starts with one."""
+_PARTS = re.compile(r"[a-z]+|\d+")
+"""A token's words and numbers apart ("file1" is "file" and 1)."""
+
+
+def _said(part: str, context: str, words: set[str]) -> bool:
+    """Whether one word or number of a value occurs in the context: as written, as its
+    singular ("documents" for "document"), or, up to three letters, as an abbreviation
+    ("km" for "kilometers")."""
+    if part in context:
+        return True
+    if len(part) > 3 and part.endswith("s") and part[:-1] in context:
+        return True
+    return len(part) <= 3 and part.isalpha() and any(_abbreviates(part, w) for w in words)
 
 
 def with_normal_forms(text: str) -> str:
     """`text` (lower case) followed by the normal forms of the values it writes the way
     people do, so that a value a model normalised counts as grounded: "2,480" → 2480,
     "yen" → JPY (currency codes),
-    "17.5%" → 0.175 (or 17.5/100), "July 4, 2024" → 2024-07-04, "February 2024" → 2024-02-01 and
+    "17.5%" → 0.175 (or 17.5/100), "four" or "fourth" → 4, "July 4, 2024" → 2024-07-04,
+    "February 2024" → 2024-02-01 and
     2024-02-29 (its first and last days) and 2024-03-01 (the day after, for ranges that
     exclude their end)."""
     forms = [m.group().replace(",", "") for m in _THOUSANDS.finditer(text)]
@@ -101,6 +144,7 @@ def with_normal_forms(text: str) -> str:
         after = f"{y + number // 12:04d}-{number % 12 + 1:02d}-01"  # the end, exclusive
         forms += [_date(year, month, "1"), _date(year, month, str(last)), after]
     forms += [code for code, names in _CURRENCIES.items() if any(n in text for n in names)]
+    forms += [str(n) for word, n in _NUMBER_WORDS.items() if re.search(rf"\b{word}\b", text)]
     return "\n".join([text, *forms]) if forms else text
 
 

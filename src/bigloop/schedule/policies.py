@@ -249,11 +249,13 @@ class DropInventedOptionals:
 
 @dataclass(kw_only=True)
 class RejectCopiedExamples:
-    """Rejects string arguments taken from the tool's own documentation.
+    """Rejects string arguments taken from the examples of the tool's own documentation.
 
     Small models copy a description's example ("e.g. San Francisco, CA") into the call. A
-    value of at least `min_chars` characters that appears in the tool's docs but nowhere
-    in the conversation is sent back to the model.
+    value of at least `min_chars` characters that the tool's docs give as an example
+    (after "e.g.", "for example", "such as", "like", "for instance" or "example") but the
+    conversation never mentions is sent back to the model. A value the docs list as a
+    choice ("can be 'START' or 'STOP'") is a choice, not an example.
     """
 
     name: str = "reject_copied_examples"
@@ -270,7 +272,7 @@ class RejectCopiedExamples:
             if isinstance(value, str)
             and len(value) >= self.min_chars
             and value not in props.get(name, {}).get("enum", ())  # a choice, not an example
-            and value in docs
+            and _given_as_example(value, docs)
             and value.lower() not in evidence.said
         ]
         if not copied:
@@ -382,13 +384,18 @@ def _denied(call: ToolCall, why: str) -> Verdict:
 class RelevanceGate:
     """Offers no tool when the request is clearly about something else.
 
-    A request with at least `min_terms` content words, none of which appears in any
+    A conversation with at least `min_terms` content words, none of which appears in any
     tool's name, description or parameters, gets no tools: the model then answers instead
-    of forcing an unrelated call. Shorter requests always get every tool.
+    of forcing an unrelated call. Shorter requests always get every tool, and so does a
+    conversation in which a tool was already called.
     """
 
     min_terms: int = 3
     name: str = "relevance_gate"
+    reads_conversation: bool = True
+    """The loop gives it the whole conversation's words (earlier requests, tool results),
+    not only the last request: a follow-up ("and the other one?") is about the same
+    tools."""
 
     def select(self, task: str, specs: list[ToolSpec]) -> list[ToolSpec]:
         wanted = {t for t in terms(task) if not t.isdigit()}
@@ -586,6 +593,26 @@ def _settled(out: Checked, name: str, verdict: Verdict) -> bool:
     else:
         out.question = verdict.question or Question(text=verdict.message, check=name, call=out.call)
     return True
+
+
+_EXAMPLE = re.compile(r"\b(?:e\.\s?g\.?|eg\b|for example|for instance|such as|examples?|like)")
+_SENTENCE_END = re.compile(r"[.!?;]\s")
+_EXAMPLE_REACH = 60
+"""How far before a value the docs' "e.g.", "such as"… may stand and still introduce it
+(a list of examples: "e.g. Paris, Berlin or Rome")."""
+
+
+def _given_as_example(value: str, docs: str) -> bool:
+    """Whether `docs` writes `value` as an example: after "e.g.", "for example", "such
+    as"… in the same sentence, at most `_EXAMPLE_REACH` characters before it."""
+    lowered, start = docs.lower(), 0
+    while (at := docs.find(value, start)) >= 0:
+        before = lowered[max(0, at - _EXAMPLE_REACH) : at]
+        markers = list(_EXAMPLE.finditer(before))
+        if markers and not _SENTENCE_END.search(before[markers[-1].end() :]):
+            return True
+        start = at + 1
+    return False
 
 
 _OPERATOR = re.compile(r"[-+*/×÷^]")
