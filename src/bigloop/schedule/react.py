@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 
 from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
@@ -31,6 +31,20 @@ def _refused_guess(ctx: RunContext) -> ToolCall | None:
         return None
     last = refused[-1]
     return ToolCall(id=f"ask-{last.index}", name=last.name, arguments=dict(last.input or {}))
+
+
+_JSON_CALL = re.compile(r'^\s*[\[{].*"(?:name|tool_calls|arguments|tool)"\s*:', re.S)
+
+
+def call_fragment(text: str, tools: Collection[str]) -> bool:
+    """Whether a final answer is a tool call written as text (often cut short:
+    `read_file({`) rather than an answer: it starts with a tool's name and "(", or it is
+    JSON with a call's keys."""
+    head = text.strip()
+    name = head.split("(", 1)[0].strip()
+    if "(" in head and name in tools:
+        return True
+    return bool(_JSON_CALL.match(head))
 
 
 def _unsupported(ctx: RunContext, answer: str) -> str | None:
@@ -97,6 +111,7 @@ class ReactPlanner:
         checked = not self.check_answers
         last_malformed: str | None = None  # a repeat after its correction ends the run
         ask_after_refusal = self.ask_after_refusal
+        fragments = 0  # answers that were a call: retried with the tools, then without
         while True:
             if pending:
                 made: list[Step] = []
@@ -153,6 +168,21 @@ class ReactPlanner:
                 pending = response.tool_calls
             elif not any(ch.isalnum() for ch in response.text):
                 ctx.repair("Your answer was empty. Call a tool or give the answer.")
+            elif call_fragment(response.text, ctx.catalog):
+                fragments += 1
+                if fragments > 2:
+                    raise RunFailure(
+                        "The model's answer was a tool call, not an answer, after being asked "
+                        f"for an answer from the results: {response.text[:200]!r}"
+                    )
+                if fragments == 1:
+                    ctx.repair(
+                        "Your answer was a tool call written as text, not an answer. Call the "
+                        "tool with complete arguments, or give the answer in words."
+                    )
+                else:
+                    ctx.count_repair("an answer that was a tool call")
+                    answer_only = True
             elif not checked and ctx.specs and (number := _unsupported(ctx, response.text)):
                 checked = True
                 ctx.repair(
