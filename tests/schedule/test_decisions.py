@@ -114,7 +114,7 @@ def test_every_name_builds_a_loop_and_an_unknown_one_lists_them() -> None:
         assert loop.run_sync("hi").status == "ok"
     with pytest.raises(UserError, match="choose from coerce_types, "):
         Policies.build(["no_such_policy"])
-    with pytest.raises(UserError, match="no_such_policy.*choose from"):
+    with pytest.raises(UserError, match=r"no_such_policy.*choose from"):
         LoopConfig.from_data({"off": ["no_such_policy"]}, source="test")
     assert [p.name for p in PARTS] == list(NAMES) and len(set(NAMES)) == len(NAMES)
 

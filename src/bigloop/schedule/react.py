@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import AsyncIterator, Collection
+from dataclasses import dataclass
 
 from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
@@ -107,11 +108,7 @@ class ReactPlanner:
 
     async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
         pending = self.restore(ctx)
-        answer_only = False
-        checked = not self.check_answers
-        last_malformed: str | None = None  # a repeat after its correction ends the run
-        ask_after_refusal = self.ask_after_refusal
-        fragments = 0  # answers that were a call: retried with the tools, then without
+        turn = _State(checked=not self.check_answers, ask_after_refusal=self.ask_after_refusal)
         while True:
             if pending:
                 made: list[Step] = []
@@ -124,25 +121,13 @@ class ReactPlanner:
                     ctx.count_mistakes(repeats)
                 if self.stop_after_calls and not any(s.error in _MISTAKES for s in made):
                     return
-                # A model that only repeats calls already has their results, and one told to
-                # settle (`Clarify`) has all it will get: ask for the answer.
-                answer_only = (
-                    self.answer_from_results
-                    and bool(made)
-                    and (
-                        repeats == len(made)
-                        or (
-                            all(s.error is not None for s in made)
-                            and any(s.refusal and s.refusal.reason == Reason.SETTLE for s in made)
-                        )
-                    )
-                )
+                turn.answer_only = self.answer_from_results and _has_all_it_will_get(made)
             ctx.check_budget()
-            if answer_only:
+            if turn.answer_only:
                 ctx.messages.append(
                     Message(role="user", content=ANSWER_NOW.format(task=ctx.task), origin="loop")
                 )
-            specs = [] if answer_only else ctx.specs
+            specs = [] if turn.answer_only else ctx.specs
             response = await ctx.model_turn(ctx.messages, specs=specs)
             if self.more_calls and specs and ctx.can_continue:
                 messages = list(ctx.messages)
@@ -157,43 +142,75 @@ class ReactPlanner:
             ctx.messages.append(reply)
             yield ctx.model_step(response, reply)
             if response.error:
-                if response.raw and response.raw == last_malformed:
+                if response.raw and response.raw == turn.last_malformed:
                     raise RunFailure(
                         "The model wrote the same malformed reply after a correction "
                         f"({response.error}); stopped instead of asking again."
                     )
-                last_malformed = response.raw
+                turn.last_malformed = response.raw
                 ctx.repair(response.error)
             elif response.tool_calls:
                 pending = response.tool_calls
-            elif not any(ch.isalnum() for ch in response.text):
-                ctx.repair("Your answer was empty. Call a tool or give the answer.")
-            elif call_fragment(response.text, ctx.catalog):
-                fragments += 1
-                if fragments > 2:
-                    raise RunFailure(
-                        "The model's answer was a tool call, not an answer, after being asked "
-                        f"for an answer from the results: {response.text[:200]!r}"
-                    )
-                if fragments == 1:
-                    ctx.repair(
-                        "Your answer was a tool call written as text, not an answer. Call the "
-                        "tool with complete arguments, or give the answer in words."
-                    )
-                else:
-                    ctx.count_repair("an answer that was a tool call")
-                    answer_only = True
-            elif not checked and ctx.specs and (number := _unsupported(ctx, response.text)):
-                checked = True
-                ctx.repair(
-                    f"You answered {number} without using a tool, and the request does not "
-                    "say it. Call the tool that computes or looks it up, then answer."
-                )
-            elif ask_after_refusal and (refused := _refused_guess(ctx)) is not None:
-                # the model gave up on a value it had to guess: the user has it
-                ask_after_refusal = False  # once per run
-                ctx.messages.append(Message(role="assistant", tool_calls=[refused]))
-                pending = [refused]
-            else:
-                ctx.finish(response.text)
+            elif (again := self._answered(ctx, response.text, turn)) is None:
                 return
+            else:
+                pending = again
+
+    def _answered(self, ctx: RunContext, text: str, turn: _State) -> list[ToolCall] | None:
+        """Judge an answer: None when the run ends with it (`ctx.finish`); otherwise the
+        calls to make next (none: the model was told what to fix)."""
+        if not any(ch.isalnum() for ch in text):
+            ctx.repair("Your answer was empty. Call a tool or give the answer.")
+        elif call_fragment(text, ctx.catalog):
+            turn.fragments += 1
+            if turn.fragments > 2:
+                raise RunFailure(
+                    "The model's answer was a tool call, not an answer, after being asked "
+                    f"for an answer from the results: {text[:200]!r}"
+                )
+            if turn.fragments == 1:
+                ctx.repair(
+                    "Your answer was a tool call written as text, not an answer. Call the "
+                    "tool with complete arguments, or give the answer in words."
+                )
+            else:
+                ctx.count_repair("an answer that was a tool call")
+                turn.answer_only = True
+        elif not turn.checked and ctx.specs and (number := _unsupported(ctx, text)):
+            turn.checked = True
+            ctx.repair(
+                f"You answered {number} without using a tool, and the request does not "
+                "say it. Call the tool that computes or looks it up, then answer."
+            )
+        elif turn.ask_after_refusal and (refused := _refused_guess(ctx)) is not None:
+            # the model gave up on a value it had to guess: the user has it
+            turn.ask_after_refusal = False  # once per run
+            ctx.messages.append(Message(role="assistant", tool_calls=[refused]))
+            return [refused]
+        else:
+            ctx.finish(text)
+            return None
+        return []
+
+
+@dataclass(kw_only=True)
+class _State:
+    """What a ReAct run remembers between turns."""
+
+    checked: bool
+    ask_after_refusal: bool
+    answer_only: bool = False
+    last_malformed: str | None = None  # a repeat after its correction ends the run
+    fragments: int = 0  # answers that were a call: retried with the tools, then without
+
+
+def _has_all_it_will_get(made: list[Step]) -> bool:
+    """A model that only repeats calls already has their results, and one told to settle
+    (reason `settle`) has all it will get: the next turn asks for the answer."""
+    if not made:
+        return False
+    repeats = all(s.error == "repeated" for s in made)
+    settled = all(s.error is not None for s in made) and any(
+        s.refusal is not None and s.refusal.reason == Reason.SETTLE for s in made
+    )
+    return repeats or settled
