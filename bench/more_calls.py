@@ -20,7 +20,7 @@ from bigloop import LocalModel
 from bigloop.atoms.models.base import Message, ModelSettings
 from bigloop.eval.bfcl_data import load_cases
 from bigloop.eval.bfcl_score import score
-from bigloop.schedule.more_calls import MoreCalls, refusal
+from bigloop.policies.more_calls import MoreCalls, refusal
 
 OUT = Path(__file__).parent / "results" / "bfcl_more_calls"
 

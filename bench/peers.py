@@ -65,7 +65,7 @@ from bigloop.eval.suite import (
     summarize,
 )
 from bigloop.eval.suite.checks import Outcome
-from bigloop.schedule.call import call_tool
+from bigloop.runtime.call import call_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "peers"

@@ -43,7 +43,7 @@ def _ledger(path: Path, line: str) -> None:
 
 def build_loop(planner: str, db: Path, ledger: Path) -> Any:
     from bigloop import FunctionModel, Loop, Message, ToolSpec, TraceStore, tool
-    from bigloop.schedule.graph import GraphPlanner
+    from bigloop.planners.graph import GraphPlanner
 
     rng = random.Random()
 

@@ -39,7 +39,7 @@ from bigloop import LocalModel
 from bigloop.atoms.models.spec import ModelSpec
 from bigloop.eval.bfcl_data import load_cases
 from bigloop.eval.bfcl_single import run_case
-from bigloop.schedule.redundancy import CascadeModel, calls_are_valid, grounded_reply
+from bigloop.routing.cascade import CascadeModel, calls_are_valid, grounded_reply
 
 RESULTS = Path(__file__).parent / "results"
 

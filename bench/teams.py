@@ -73,7 +73,7 @@ from bigloop.eval.bfcl_data import Case, load_cases
 from bigloop.eval.bfcl_score import score
 from bigloop.eval.suite import Task, Workspace, split
 from bigloop.eval.suite.checks import Outcome
-from bigloop.schedule.call import call_key
+from bigloop.runtime.call import call_key
 from bigloop.team import normalize
 
 RESULTS = Path(__file__).parent / "results" / "teams"

@@ -30,12 +30,11 @@ from bigloop.atoms.models.openai_compat import OpenAIModel
 from bigloop.atoms.tool import Tool, tool
 from bigloop.config import LoopConfig
 from bigloop.loop import Loop
-from bigloop.schedule.adapt import Adapter
-from bigloop.schedule.auto import AutoPlanner
-from bigloop.schedule.clarify import Clarify
-from bigloop.schedule.context import Budget, Planner, RunContext
-from bigloop.schedule.graph import GraphPlanner
-from bigloop.schedule.policies import (
+from bigloop.planners.auto import AutoPlanner
+from bigloop.planners.graph import GraphPlanner
+from bigloop.planners.react import ReactPlanner
+from bigloop.planners.search import SearchPlanner
+from bigloop.policies import (
     AnswerCheck,
     ApproveIrreversible,
     CallCheck,
@@ -50,8 +49,9 @@ from bigloop.schedule.policies import (
     ToolSelector,
     Verdict,
 )
-from bigloop.schedule.react import ReactPlanner
-from bigloop.schedule.search import SearchPlanner
+from bigloop.policies.adapt import Adapter
+from bigloop.policies.clarify import Clarify
+from bigloop.runtime.context import Budget, Planner, RunContext
 from bigloop.team import Agent, Debate, Handoff, Memory, Orchestrator
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.redact import Redactor

@@ -38,7 +38,7 @@ from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
 from bigloop.atoms.models.prompts import DEMOS_HEADER
 from bigloop.atoms.tool import Tool
-from bigloop.schedule.parts import NAMES, ClarifyWhen
+from bigloop.parts import NAMES, ClarifyWhen
 
 Planner = Literal["react", "graph", "search", "auto"]
 
@@ -277,7 +277,7 @@ class LoopConfig(BaseModel):
         if self.escalate is None:
             return model
         from bigloop.atoms.models.spec import ModelSpec
-        from bigloop.schedule.redundancy import CascadeModel, grounded_reply
+        from bigloop.routing.cascade import CascadeModel, grounded_reply
 
         try:
             strong = ModelSpec(name=self.escalate).build()

@@ -7,8 +7,8 @@ the checkpoint `Loop.resume` continues from. `Loop.run_sync` is a thin wrapper.
 The drive always ends a run with a status: an exception from outside bigloop's error
 families (a bug in a model, tool or hook) ends it "failed", with the exception's type,
 message and place as its error, never leaving it "running".
-Planners, call checks and tool selectors are parts (`bigloop.schedule`); the Loop only
-wires them.
+Planners (`bigloop.planners`) and policies (`bigloop.policies`, named in `bigloop.parts`)
+are parts; the Loop only wires them.
 """
 
 from __future__ import annotations
@@ -26,14 +26,12 @@ from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCal
 from bigloop.atoms.models.prompts import USER_ANSWERED
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
-from bigloop.registry import Registry, RegistrySearch, find_tools_tool
-from bigloop.schedule.approval import Approver, approve_all, says_yes
-from bigloop.schedule.auto import AutoPlanner
-from bigloop.schedule.clarify import Clarify
-from bigloop.schedule.context import AskFn, Budget, Planner, ResultHook, RunContext
-from bigloop.schedule.graph import GraphPlanner
-from bigloop.schedule.parts import NAMES, Policies
-from bigloop.schedule.policies import (
+from bigloop.parts import NAMES, Policies
+from bigloop.planners.auto import AutoPlanner
+from bigloop.planners.graph import GraphPlanner
+from bigloop.planners.react import ReactPlanner
+from bigloop.planners.search import SearchPlanner
+from bigloop.policies import (
     AnswerCheck,
     CallCheck,
     ToolSelector,
@@ -42,16 +40,18 @@ from bigloop.schedule.policies import (
     default_selectors,
     with_approval,
 )
-from bigloop.schedule.react import ReactPlanner
-from bigloop.schedule.redundancy import LearnsFromRuns
-from bigloop.schedule.search import SearchPlanner
+from bigloop.policies.approval import Approver, approve_all, says_yes
+from bigloop.policies.clarify import Clarify
+from bigloop.registry import Registry, RegistrySearch, find_tools_tool
+from bigloop.routing.cascade import LearnsFromRuns
+from bigloop.runtime.context import AskFn, Budget, Planner, ResultHook, RunContext
 from bigloop.trace.records import Question, RunResult, RunStatus, Step, valid_text
 from bigloop.trace.store import TraceStore
 
 OnStep = Callable[[Step], None]
 PlannerName = Literal["react", "graph", "search", "auto"]
 SWITCHABLE = NAMES
-"""The policies `LoopConfig.off` can switch off (`bigloop.schedule.parts.PARTS`;
+"""The policies `LoopConfig.off` can switch off (`bigloop.parts.PARTS`;
 "approve_irreversible": every irreversible call is then made without asking)."""
 
 

@@ -26,9 +26,9 @@ from bigloop._errors import UserError
 from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import ToolSpec
 from bigloop.atoms.tool import Tool
-from bigloop.schedule.call import CallResult
-from bigloop.schedule.context import RunContext
-from bigloop.schedule.select import terms
+from bigloop.policies.select import terms
+from bigloop.runtime.call import CallResult
+from bigloop.runtime.context import RunContext
 
 SearchMode = Literal["hybrid", "bm25", "dense"]
 RRF_K = 60
@@ -264,7 +264,7 @@ def find_tools_tool(registry: Registry, k: int = 5) -> Tool:
 
 
 class RegistrySearch:
-    """A tool selector (`bigloop.schedule.policies.ToolSelector`): the registry's top `k`
+    """A tool selector (`bigloop.policies.ToolSelector`): the registry's top `k`
     hits for the task, plus `find_tools`; the tools a `find_tools` call finds are offered
     from the next model turn on (`after_call`)."""
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from bigloop._errors import ModelRetry, ToolFailure, UserError
 from bigloop.atoms.tool import EFFECTS, Effect, Tool
-from bigloop.schedule.plan import in_cycles
+from bigloop.planners.plan import in_cycles
 
 _NAME_REF = re.compile(r"\$([A-Za-z_]\w*)")
 
@@ -136,7 +136,7 @@ class Workflow:
 
         The tool's effect is the strongest of its steps' (`effect`), and it is idempotent
         only when every step is: a workflow with an irreversible step is called only when
-        approved, like the step itself (`bigloop.schedule.approval`)."""
+        approved, like the step itself (`bigloop.policies.approval`)."""
         properties = {k: {"type": _json_type(t)} for k, t in self.inputs.items()}
 
         async def run(**arguments: Any) -> Any:

@@ -173,7 +173,7 @@ def test_command_runs_the_selected_tasks_and_writes_the_table(
 
 
 def test_a_cascade_reports_which_model_wrote_each_turn(tmp_path: Path) -> None:
-    from bigloop.schedule.redundancy import CascadeModel, grounded_reply
+    from bigloop.routing.cascade import CascadeModel, grounded_reply
 
     cheap = FunctionModel(lambda m, t: json.dumps({"answer": "1000"}), name="cheap")
     strong = FunctionModel(reply, name="strong")

@@ -10,7 +10,7 @@ from pathlib import Path
 from bigloop import FunctionModel, Loop, Message, ToolSpec, TraceStore, tool
 from bigloop.atoms.card import AtomCard
 from bigloop.optimize.bandit import BanditPolicy
-from bigloop.schedule.redundancy import RoutedModel
+from bigloop.routing.cascade import RoutedModel
 
 
 @tool

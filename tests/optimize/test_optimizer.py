@@ -534,7 +534,7 @@ def test_the_optimizer_merges_two_complementary_proposals_when_dev_rises(
 
 def test_a_strong_model_is_a_knob_of_the_policy_search(tmp_path: Path) -> None:
     from bigloop.eval.benches import build_bench
-    from bigloop.schedule.redundancy import CascadeModel
+    from bigloop.routing.cascade import CascadeModel
 
     strong = tmp_path / "strong.gguf"
     strong.write_bytes(b"")  # nothing loads until a chat

@@ -23,8 +23,8 @@ def population(city: str) -> str:
 
 
 def calls(model: LocalModel, task: str, *, off: bool = False) -> list[str]:
-    from bigloop.schedule.more_calls import MoreCalls
-    from bigloop.schedule.react import ReactPlanner
+    from bigloop.planners.react import ReactPlanner
+    from bigloop.policies.more_calls import MoreCalls
 
     planner = ReactPlanner(stop_after_calls=True, more_calls=None if off else MoreCalls())
     result = Loop(model, [population], planner=planner).run_sync(task)

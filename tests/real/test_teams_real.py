@@ -12,7 +12,7 @@ import pytest
 from bigloop import LocalModel, TraceStore
 from bigloop.atoms.builtin.calculator import calculator
 from bigloop.atoms.builtin.units import convert_units
-from bigloop.schedule.adapt import Adapter
+from bigloop.policies.adapt import Adapter
 from bigloop.team import Agent, Debate, Handoff, Memory, Orchestrator
 
 pytestmark = pytest.mark.real

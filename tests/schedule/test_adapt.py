@@ -19,7 +19,7 @@ from bigloop import (
     Workflow,
     tool,
 )
-from bigloop.schedule.adapt import Adapter, adapted, fits
+from bigloop.policies.adapt import Adapter, adapted, fits
 from bigloop.workflow import Do
 
 

@@ -27,15 +27,15 @@ from bigloop import (
     UserError,
     tool,
 )
-from bigloop.report import Terminal, approval_request
-from bigloop.schedule.approval import DENIED, approve_all
-from bigloop.schedule.policies import (
+from bigloop.policies import (
     ApproveIrreversible,
     Evidence,
     check_call,
     default_checks,
     run_checks,
 )
+from bigloop.policies.approval import DENIED, approve_all
+from bigloop.report import Terminal, approval_request
 
 DONE: list[tuple[str, str]] = []
 
@@ -522,7 +522,7 @@ def test_approve_ask_with_an_ask_callback_asks_during_the_run() -> None:
 
 
 def test_says_yes_is_strict() -> None:
-    from bigloop.schedule.approval import says_yes
+    from bigloop.policies.approval import says_yes
 
     assert all(says_yes(a) for a in ("yes", "Yes.", " y ", "OK", "approve", "go ahead!"))
     assert not any(says_yes(a) for a in ("no", "yes, but not inbox", "maybe", "", "yesterday"))

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from bigloop.atoms.schema import schema_problems
-from bigloop.schedule.adapt import coerce
+from bigloop.policies.adapt import coerce
 
 SCHEMA = {
     "type": "object",

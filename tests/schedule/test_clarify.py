@@ -102,7 +102,7 @@ def test_without_a_callback_the_run_stops_with_the_question_and_resumes_with_the
 
 
 def test_abbreviations_of_the_request_count_as_grounded() -> None:
-    from bigloop.schedule.clarify import grounded
+    from bigloop.policies.clarify import grounded
 
     request = "convert 26.2 miles to kilometers"
     assert grounded("km", request) and grounded("mi", request) and grounded(26.2, request)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from bigloop import Clarify, Loop, LoopConfig, ScriptedModel, TraceStore, UserError, tool
-from bigloop.schedule import wording
-from bigloop.schedule.parts import NAMES, PARTS, Policies
-from bigloop.schedule.react import call_fragment
+from bigloop.parts import NAMES, PARTS, Policies
+from bigloop.planners.react import call_fragment
+from bigloop.policies import wording
 from bigloop.trace.records import Reason
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "bigloop"

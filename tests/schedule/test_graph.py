@@ -21,7 +21,7 @@ from bigloop import (
     TraceStore,
     tool,
 )
-from bigloop.schedule.graph import GraphPlanner
+from bigloop.planners.graph import GraphPlanner
 
 CALLS: list[str] = []
 

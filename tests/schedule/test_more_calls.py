@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bigloop.atoms.models.base import ToolCall
-from bigloop.schedule.more_calls import doomed, refusal
+from bigloop.policies.more_calls import doomed, refusal
 
 ASKED = "find the boiling points of water and iron at sea level, in kelvin."
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bigloop import ToolSpec
-from bigloop.schedule.plan import InvalidPlan, Plan, parse_plan, plan_schema, resolve
+from bigloop.planners.plan import InvalidPlan, Plan, parse_plan, plan_schema, resolve
 
 SPECS = {
     "price": ToolSpec(

@@ -19,7 +19,7 @@ from bigloop import (
     ToolSpec,
     Verdict,
 )
-from bigloop.schedule.policies import default_checks, run_checks
+from bigloop.policies import default_checks, run_checks
 
 SCHEMA = {
     "type": "object",

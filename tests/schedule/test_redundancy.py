@@ -19,8 +19,8 @@ from bigloop import (
     UserError,
     tool,
 )
-from bigloop.schedule.redundancy import CascadeModel, FallbackModel, HedgedModel, RoutedModel
-from bigloop.schedule.route import Constraints
+from bigloop.routing.cascade import CascadeModel, FallbackModel, HedgedModel, RoutedModel
+from bigloop.routing.route import Constraints
 
 LOCAL = AtomCard(name="local", kind="model", privacy="local", cost=0.0, latency_s=3.0,
                  reliability=0.7)  # fmt: skip
@@ -164,7 +164,7 @@ def test_fallback_chain_reports_every_failure() -> None:
 def test_grounded_reply_escalates_invented_values_and_answers_from_memory() -> None:
     from bigloop.atoms.models.base import ModelResponse, ToolCall
     from bigloop.atoms.models.prompts import USER_ANSWERED
-    from bigloop.schedule.redundancy import grounded_reply
+    from bigloop.routing.cascade import grounded_reply
 
     spec = ToolSpec(
         name="weather",
@@ -257,7 +257,7 @@ class Continues:
 
 def test_a_cascade_continues_a_reply_with_the_cheap_model_unless_its_call_fails() -> None:
     from bigloop.atoms.models.base import CallContinuation
-    from bigloop.schedule.redundancy import grounded_reply
+    from bigloop.routing.cascade import grounded_reply
 
     spec = ToolSpec(
         name="weather",
@@ -327,7 +327,7 @@ def test_cascade_escalates_when_sampled_replies_disagree(
 
 def test_answers_agree_whatever_their_words_and_errors_agree_with_nothing() -> None:
     from bigloop.atoms.models.base import ModelResponse, ToolCall
-    from bigloop.schedule.redundancy import agree
+    from bigloop.routing.cascade import agree
 
     one = ModelResponse(tool_calls=[ToolCall(id="1", name="f", arguments={"a": 1, "b": [2]})])
     same = ModelResponse(tool_calls=[ToolCall(id="9", name="f", arguments={"b": [2], "a": 1})])

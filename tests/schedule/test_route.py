@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from bigloop import AtomCard, UserError
-from bigloop.schedule.route import Constraints, Weights, pareto_front, route
+from bigloop.routing.route import Constraints, Weights, pareto_front, route
 
 LOCAL = AtomCard(name="local", kind="model", privacy="local", cost=0.0, latency_s=3.0,
                  reliability=0.7)  # fmt: skip

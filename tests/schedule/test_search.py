@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from bigloop import Budget, FunctionModel, Loop, Message, ModelSettings, ToolSpec, tool
-from bigloop.schedule.search import SearchPlanner
+from bigloop.planners.search import SearchPlanner
 
 CALLS: list[str] = []
 

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from bigloop import ToolSpec
-from bigloop.schedule.policies import RankTools, RelevanceGate
-from bigloop.schedule.select import rank_tools
+from bigloop.policies import RankTools, RelevanceGate
+from bigloop.policies.select import rank_tools
 
 TOOLS = [
     ToolSpec(name="calculator", description="Evaluate an arithmetic expression."),

@@ -59,7 +59,7 @@ class Tool:
     effect: Effect = "read"
     """What a call does: "read" (nothing), "write" (changes something) or "irreversible"
     (cannot be undone: a call is made only when approved, see
-    `bigloop.schedule.approval`). An irreversible tool is never idempotent, and a tool
+    `bigloop.policies.approval`). An irreversible tool is never idempotent, and a tool
     that is not idempotent is never "read" (`idempotent=False` alone makes it "write")."""
 
     def __post_init__(self) -> None:

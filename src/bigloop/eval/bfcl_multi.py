@@ -29,8 +29,8 @@ from bigloop.eval.bfcl_data import MULTI_TURN, data_dir, read_jsonl, to_json_sch
 from bigloop.eval.bfcl_results import SETTINGS, CaseResult, Mode
 from bigloop.eval.bfcl_score import checker
 from bigloop.loop import Loop
-from bigloop.schedule.clarify import Clarify
-from bigloop.schedule.context import Budget
+from bigloop.policies.clarify import Clarify
+from bigloop.runtime.context import Budget
 
 STEPS_PER_TURN = 6
 TOP_K = 10  # loop mode offers the 10 functions most relevant to each turn's request

@@ -31,9 +31,9 @@ from bigloop.eval.bfcl_data import Case, function_cards
 from bigloop.eval.bfcl_results import RETRIEVE_K, SETTINGS, CaseResult, Mode
 from bigloop.eval.bfcl_score import score
 from bigloop.loop import Loop
-from bigloop.schedule.call import MODEL_MISTAKES, call_key
-from bigloop.schedule.context import Budget
-from bigloop.schedule.parts import Policies
+from bigloop.parts import Policies
+from bigloop.runtime.call import MODEL_MISTAKES, call_key
+from bigloop.runtime.context import Budget
 from bigloop.trace.records import RunResult
 from bigloop.trace.store import TraceStore
 

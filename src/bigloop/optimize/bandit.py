@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from bigloop._errors import UserError
-from bigloop.schedule.redundancy import credits
+from bigloop.routing.cascade import credits
 from bigloop.trace.store import TraceStore
 
 

@@ -25,7 +25,7 @@ from typing import Protocol, get_args, runtime_checkable
 from bigloop.config import LoopConfig
 from bigloop.optimize.bench import Example, Outcome
 from bigloop.optimize.evaluate import Evaluator
-from bigloop.schedule.call import Outcome as CallOutcome
+from bigloop.runtime.call import Outcome as CallOutcome
 
 _CHECKER = re.compile(r"^BFCL checker: ([A-Za-z_]+(?::[A-Za-z_/]+)?):", re.MULTILINE)
 _KINDS: list[tuple[re.Pattern[str], str]] = [

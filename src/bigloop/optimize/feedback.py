@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from bigloop.config import Demo, DemoCall
 from bigloop.optimize.bench import Mistake
-from bigloop.schedule.call import MODEL_MISTAKES
+from bigloop.runtime.call import MODEL_MISTAKES
 from bigloop.trace.records import Step
 
 MAX_CRITIQUE = 600

@@ -46,9 +46,9 @@ from bigloop.atoms.models.base import (
 from bigloop.atoms.models.local import call_schema
 from bigloop.atoms.models.parse import to_response
 from bigloop.atoms.models.prompts import ANSWER_NOW, to_plain_chat
+from bigloop.parts import PlannerRules, Policies
 from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
-from bigloop.schedule.call import call_key
-from bigloop.schedule.parts import PlannerRules, Policies
+from bigloop.runtime.call import call_key
 
 
 def create_app(model: ChatModel, *, off: Sequence[str] = ()) -> FastAPI:
@@ -58,7 +58,7 @@ def create_app(model: ChatModel, *, off: Sequence[str] = ()) -> FastAPI:
     (one llama.cpp context per process), and a remote model may take several at once.
 
     Args:
-        off: policies to switch off (`bigloop.schedule.parts`); the server applies the
+        off: policies to switch off (`bigloop.parts`); the server applies the
             planner rules `more_calls` and `answer_from_results` to each reply.
     """
     rules = Policies.build(off, clarify="off").rules

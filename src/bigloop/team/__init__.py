@@ -10,7 +10,7 @@
   conversation to another).
 
 This layer sits above the loop (an agent runs a `Loop`); semantic adapters, which need
-only a model, are in `bigloop.schedule.adapt`.
+only a model, are in `bigloop.policies.adapt`.
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec
 from bigloop.atoms.tool import EFFECTS, Effect, Tool
 from bigloop.loop import Loop, PlannerName
-from bigloop.schedule.clarify import Clarify
-from bigloop.schedule.context import Budget, Planner, RunContext
-from bigloop.schedule.policies import default_selectors
+from bigloop.policies import default_selectors
+from bigloop.policies.clarify import Clarify
+from bigloop.runtime.context import Budget, Planner, RunContext
 from bigloop.team.memory import Memory
 from bigloop.team.prompts import RECALLED
 from bigloop.trace.records import RunResult, Step

@@ -36,8 +36,8 @@ from typing import Any, Literal
 from bigloop._errors import ModelRetry, ToolFailure, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec
 from bigloop.atoms.tool import Tool
+from bigloop.policies.adapt import Adapter
 from bigloop.registry import Registry, SearchMode
-from bigloop.schedule.adapt import Adapter
 from bigloop.team.agent import Agent
 from bigloop.team.pattern import TeamPattern, ask_agent
 from bigloop.team.prompts import (

@@ -10,7 +10,7 @@ from bigloop.atoms.models.base import Message, ToolCall, Usage
 
 StepKind = Literal["model", "tool", "ask", "message", "adapt"]
 """Also "message", one exchange between agents of a team (`bigloop.team`), and "adapt", a
-value a model converted to fit an atom's input (`bigloop.schedule.adapt`)."""
+value a model converted to fit an atom's input (`bigloop.policies.adapt`)."""
 RunStatus = Literal["running", "ok", "budget_exceeded", "failed", "interrupted", "input_required"]
 StepError = (
     Literal[
@@ -36,7 +36,7 @@ with."""
 
 class Reason(StrEnum):
     """Why a check stopped a call: the typed half of a refusal, which planners and the
-    trace read (the model reads the sentence `bigloop.schedule.wording` renders from it)."""
+    trace read (the model reads the sentence `bigloop.policies.wording` renders from it)."""
 
     UNGROUNDED = "ungrounded"
     """A required value appears nowhere in the conversation; made again unchanged, the

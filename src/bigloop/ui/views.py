@@ -18,7 +18,7 @@ import json
 import time
 from typing import Any
 
-from bigloop.schedule.plan import PlanStep
+from bigloop.planners.plan import PlanStep
 from bigloop.trace.records import Step, message_to_dict
 from bigloop.trace.store import RunSummary
 

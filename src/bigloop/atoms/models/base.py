@@ -31,7 +31,7 @@ class ToolSpec:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     effect: Effect = "read"
     """What its calls do (`Tool.effect`); not shown to the model. An irreversible call
-    needs approval (`bigloop.schedule.approval`)."""
+    needs approval (`bigloop.policies.approval`)."""
 
     def to_openai(self) -> dict[str, Any]:
         return {

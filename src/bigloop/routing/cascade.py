@@ -38,9 +38,9 @@ from bigloop.atoms.models.base import (
     ToolSpec,
 )
 from bigloop.atoms.schema import schema_problems
-from bigloop.schedule.call import MODEL_MISTAKES
-from bigloop.schedule.grounding import grounded
-from bigloop.schedule.route import Constraints, Weights, route
+from bigloop.policies.grounding import grounded
+from bigloop.routing.route import Constraints, Weights, route
+from bigloop.runtime.call import MODEL_MISTAKES
 from bigloop.trace.records import RunResult, Step
 
 Check = Callable[[ModelResponse, list[ToolSpec], list[Message]], bool]

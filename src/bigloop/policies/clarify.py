@@ -2,7 +2,7 @@
 
 A small model given a tool with a required argument the user never stated fills it with a
 guess ("receiver_id": "colleague"). `Clarify` is the call check (a policy, see
-`bigloop.schedule.policies`) that decides, per call, whether to ask the user instead: a
+`bigloop.policies.base`) that decides, per call, whether to ask the user instead: a
 required argument is missing, or (with `ungrounded=True`) its value appears nowhere in the
 task, the earlier turns or the tool results. The decision is traced as an "ask" step.
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
-from bigloop.schedule.approval import irreversible
-from bigloop.schedule.grounding import grounded
-from bigloop.schedule.policies import ACCEPT, Evidence, Verdict, guessable, refuse
+from bigloop.policies.approval import irreversible
+from bigloop.policies.base import ACCEPT, Evidence, Verdict, guessable, refuse
+from bigloop.policies.grounding import grounded
 from bigloop.trace.records import Question, Reason
 
 __all__ = ["Clarify", "grounded"]

@@ -1,7 +1,7 @@
 """The graph planner: plan a task graph in one model turn, run it concurrently, then join.
 
 After LLMCompiler: one model turn writes every call the task needs as a plan
-(`bigloop.schedule.plan`); the executor starts each step as soon as the steps it uses have
+(`bigloop.planners.plan`); the executor starts each step as soon as the steps it uses have
 finished, so independent lookups run at the same time, and streams every result as a
 `Step`; a joiner turn then answers from the results, or — when a step failed or came back
 empty — plans only what is missing, keeping every completed result (adaptive replanning).
@@ -25,11 +25,11 @@ from bigloop.atoms.models.base import (
     Usage,
 )
 from bigloop.atoms.models.prompts import describe_tools, to_plain_chat
-from bigloop.schedule.call import CallResult
-from bigloop.schedule.context import RunContext
-from bigloop.schedule.plan import InvalidPlan, Plan, PlanStep, is_empty, parse_plan, plan_schema
-from bigloop.schedule.plan import resolve as resolve_refs
-from bigloop.schedule.select import listed_items
+from bigloop.planners.plan import InvalidPlan, Plan, PlanStep, is_empty, parse_plan, plan_schema
+from bigloop.planners.plan import resolve as resolve_refs
+from bigloop.policies.select import listed_items
+from bigloop.runtime.call import CallResult
+from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Step
 
 _DECODER = json.JSONDecoder()

@@ -41,10 +41,10 @@ from bigloop.atoms.models.base import (
     Usage,
 )
 from bigloop.atoms.tool import Tool
-from bigloop.schedule.approval import denied, says_yes
-from bigloop.schedule.call import CallResult, Outcome, call_key, call_tool
-from bigloop.schedule.policies import AnswerCheck, CallCheck, Evidence, check_call
-from bigloop.schedule.wording import ERROR_PREFIX, render
+from bigloop.policies import AnswerCheck, CallCheck, Evidence, check_call
+from bigloop.policies.approval import denied, says_yes
+from bigloop.policies.wording import ERROR_PREFIX, render
+from bigloop.runtime.call import CallResult, Outcome, call_key, call_tool
 from bigloop.trace.records import Question, Refusal, Step, StepError, StepKind, valid_text
 from bigloop.trace.store import TraceStore
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 
-from bigloop.schedule.context import Planner, RunContext
-from bigloop.schedule.graph import GraphPlanner
-from bigloop.schedule.react import ReactPlanner
-from bigloop.schedule.select import listed_items
+from bigloop.planners.graph import GraphPlanner
+from bigloop.planners.react import ReactPlanner
+from bigloop.policies.select import listed_items
+from bigloop.runtime.context import Planner, RunContext
 from bigloop.trace.records import Step
 
 

@@ -6,7 +6,7 @@ user's weights; the decision, with the Pareto front over (cost, latency, reliabi
 `Route` that a trace can store.
 
 Model wrappers that act on a route (fallback, hedging, cheap/strong cascade) are in
-`bigloop.schedule.redundancy`; learning which atom to prefer from traces is in
+`bigloop.routing.cascade`; learning which atom to prefer from traces is in
 `bigloop.optimize`.
 """
 

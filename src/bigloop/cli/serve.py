@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from bigloop.cli_options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TraceDbOpt
+from bigloop.cli.options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TraceDbOpt
 
 if TYPE_CHECKING:
     from bigloop.loop import Loop
@@ -64,8 +64,8 @@ def serve_openai_command(
     """An OpenAI-compatible /v1/chat/completions for a model: its calls come back as
     structured tool_calls, decoded under the tools' grammar (streaming included), so
     LangGraph, pydantic-ai, smolagents or the openai SDK can use it as a tool caller."""
+    from bigloop.parts import check_names
     from bigloop.protocols.openai_server import serve_openai
-    from bigloop.schedule.parts import check_names
 
     serve_openai(model, host=host, port=port, base_url=base_url, off=check_names(off or []))
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 
 from bigloop._errors import BudgetExceeded
 from bigloop.atoms.models.base import Message, ModelSettings
-from bigloop.schedule.context import RunContext
-from bigloop.schedule.plan import is_empty
+from bigloop.planners.plan import is_empty
+from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Step
 
 

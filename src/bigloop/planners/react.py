@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
 from bigloop.atoms.models.prompts import ANSWER_NOW
-from bigloop.schedule.context import RunContext
-from bigloop.schedule.more_calls import MoreCalls
+from bigloop.policies.more_calls import MoreCalls
+from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Reason, Step
 
 _MISTAKES = ("unknown_tool", "invalid_arguments")

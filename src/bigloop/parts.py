@@ -22,13 +22,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bigloop._errors import UserError
-from bigloop.schedule.approval import APPROVAL
-from bigloop.schedule.auto import AutoPlanner
-from bigloop.schedule.clarify import Clarify
-from bigloop.schedule.context import Planner
-from bigloop.schedule.graph import GraphPlanner
-from bigloop.schedule.more_calls import MoreCalls
-from bigloop.schedule.policies import (
+from bigloop.planners.auto import AutoPlanner
+from bigloop.planners.graph import GraphPlanner
+from bigloop.planners.react import ReactPlanner
+from bigloop.planners.search import SearchPlanner
+from bigloop.policies import (
     AnswerCheck,
     CallCheck,
     ToolSelector,
@@ -36,9 +34,11 @@ from bigloop.schedule.policies import (
     default_checks,
     default_selectors,
 )
-from bigloop.schedule.react import ReactPlanner
-from bigloop.schedule.search import SearchPlanner
-from bigloop.schedule.select import listed_items
+from bigloop.policies.approval import APPROVAL
+from bigloop.policies.clarify import Clarify
+from bigloop.policies.more_calls import MoreCalls
+from bigloop.policies.select import listed_items
+from bigloop.runtime.context import Planner
 
 Kind = Literal["call_check", "tool_selector", "answer_check", "planner_rule"]
 ClarifyWhen = Literal["off", "missing", "ungrounded"]

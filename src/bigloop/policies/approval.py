@@ -21,7 +21,7 @@ records it as an "ask" step); a tool result quoting the question is data too. A 
 call is not made; the model gets "denied: needs approval ..." as the call's result, and
 the trace records it as the call's step.
 
-The gate is the call check `ApproveIrreversible` (`bigloop.schedule.policies`), named
+The gate is the call check `ApproveIrreversible` (`bigloop.policies.base`), named
 "approve_irreversible". It cannot be dropped by accident: `with_approval` puts it back at
 the end of any list of checks that lacks it. Switching it off is explicit —
 `Loop(approve=approve_all)`, or "approve_irreversible" in `LoopConfig.off` / `bigloop run
@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
-from bigloop.schedule.wording import render
+from bigloop.policies.wording import render
 from bigloop.trace.records import Reason, Refusal
 
 Approver = Callable[[ToolCall, ToolSpec], "bool | Awaitable[bool]"]

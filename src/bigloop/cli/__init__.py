@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from bigloop import report
-from bigloop.cli_optimize import optimize_app
-from bigloop.cli_options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TraceDbOpt
-from bigloop.cli_serve import serve_app
+from bigloop.cli.optimize import optimize_app
+from bigloop.cli.options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TraceDbOpt
+from bigloop.cli.serve import serve_app
 
 if TYPE_CHECKING:
     from bigloop.config import LoopConfig
@@ -637,7 +637,7 @@ def doctor(
 def policies(json_out: JsonOpt = False) -> None:
     """The loop's policies (call checks, tool selectors, answer checks, planner rules):
     the names `--off` takes, and what each does."""
-    from bigloop.schedule.parts import PARTS
+    from bigloop.parts import PARTS
 
     rows = [{"name": p.name, "kind": p.kind, "does": p.does} for p in PARTS]
     if json_out:
