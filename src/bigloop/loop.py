@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-import traceback
 import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
-from bigloop._errors import BigloopError, BudgetExceeded, InputRequired, RunFailure, UserError
+from bigloop._errors import BudgetExceeded, InputRequired, RunFailure, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCall, ToolSpec
 from bigloop.atoms.models.prompts import USER_ANSWERED
 from bigloop.atoms.tool import Tool
@@ -45,7 +43,7 @@ from bigloop.policies.clarify import Clarify
 from bigloop.registry import Registry, RegistrySearch, find_tools_tool
 from bigloop.routing.cascade import LearnsFromRuns
 from bigloop.runtime.context import AskFn, Budget, Planner, ResultHook, RunContext
-from bigloop.trace.records import Question, RunResult, RunStatus, Step, valid_text
+from bigloop.trace.records import Question, RunResult, RunStatus, Step, failure_text
 from bigloop.trace.store import TraceStore
 
 OnStep = Callable[[Step], None]
@@ -383,7 +381,7 @@ class Loop:
                 self.store.finish_run(ctx.run_id, "interrupted", None, "interrupted", cost=ctx.cost)
             raise
         except Exception as e:  # noqa: BLE001 - the top level: every run ends with a status
-            error = _failure(e)
+            error = failure_text(e)
         finally:
             # A planner stopped by a failure to record its step still has calls running.
             if (close := getattr(steps, "aclose", None)) is not None:
@@ -460,21 +458,6 @@ def _with_system(system: str | None, history: list[Message]) -> list[Message]:
         merged = Message(role="system", content=f"{system}\n\n{first.content}")
         return [merged, *history[1:]]
     return [Message(role="system", content=system), *history]
-
-
-def _failure(error: Exception) -> str:
-    """A run's error for an exception that ended it: bigloop's own say what to do; any
-    other (a bug in a model, tool, check or hook) gives its type, message and place."""
-    if isinstance(error, BigloopError):
-        return valid_text(str(error))[:_ERROR_CHARS]
-    text = f"{type(error).__name__}: {error}"
-    if frames := traceback.extract_tb(error.__traceback__):
-        where = frames[-1]
-        text += f" (raised at {Path(where.filename).name}:{where.lineno} in {where.name})"
-    return valid_text(f"The run stopped on an unexpected error: {text}")[:_ERROR_CHARS]
-
-
-_ERROR_CHARS = 2000
 
 
 def _planner(planner: PlannerName | Planner) -> Planner:

@@ -3,6 +3,7 @@ from them, and every policy has one name that switches it off."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -140,3 +141,45 @@ def test_an_answer_that_is_a_call_is_retried_then_answered_from_the_results() ->
     stubborn = [call("weather", city="Oslo"), *["weather({"] * 4]
     failed = Loop(ScriptedModel(stubborn), [weather]).run_sync("Weather in Oslo?")
     assert failed.status == "failed" and "was a tool call" in (failed.error or "")
+
+
+def test_a_continuing_conversation_passes_right_calls_through_unchanged() -> None:
+    from bigloop import Message, ToolCall
+
+    @tool
+    def cd(folder: str) -> str:
+        """Change the current folder.
+
+        Args:
+            folder: the folder to go into.
+        """
+        return f"now in {folder}"
+
+    @tool(effect="irreversible")
+    def rm(file_name: str) -> str:
+        """Delete a file.
+
+        Args:
+            file_name: the file.
+        """
+        return "deleted"
+
+    earlier = [
+        Message(role="user", content="Where am I?"),
+        Message(
+            role="assistant", tool_calls=[ToolCall(id="1", name="cd", arguments={"folder": "."})]
+        ),
+        Message(role="tool", content="now in workspace", tool_call_id="1", name="cd"),
+        Message(role="assistant", content="In workspace."),
+    ]
+    go = call("cd", folder="documents")  # the model knows the layout; the request says less
+    fresh = Loop(ScriptedModel([go, answer("ok")]), [cd], clarify=Clarify())
+    assert fresh.run_sync("Go into the docs.").tool_steps[0].refusal is not None
+    loop = Loop(ScriptedModel([go, answer("ok")]), [cd], clarify=Clarify())
+    result = asyncio.run(loop.run("Now go into the docs.", history=earlier))
+    assert [(s.input, s.error) for s in result.tool_steps] == [({"folder": "documents"}, None)]
+    guess = call("rm", file_name="notes.txt")  # irreversible: the user must have said it
+    gated = Loop(ScriptedModel([guess, answer("ok")]), [cd, rm], clarify=Clarify())
+    refused = asyncio.run(gated.run("Delete the old file.", history=earlier))
+    assert refused.tool_steps[0].refusal is not None
+    assert refused.tool_steps[0].refusal.reason == Reason.UNGROUNDED

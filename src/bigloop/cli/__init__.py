@@ -18,7 +18,10 @@ from bigloop.cli.options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TraceDbOpt
 from bigloop.cli.serve import serve_app
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from bigloop.config import LoopConfig
+    from bigloop.eval.bfcl_results import CaseResult
     from bigloop.loop import Loop
     from bigloop.trace.otel import OtelHook
     from bigloop.trace.records import RunResult, Step
@@ -530,53 +533,24 @@ def eval_bfcl(
     """Score raw model vs loop on BFCL with BFCL's own checker. Resumable: rerun to continue."""
     import asyncio
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from bigloop._errors import UserError
     from bigloop.eval.bfcl import Mode, load_any, results_path, run_category, summarize
 
-    bad = [m for m in mode if m not in ("raw", "loop", "graph", "retrieve")]
-    if bad:
-        raise UserError(f"--mode {bad[0]!r}: use raw, loop, graph or retrieve.")
+    _check_modes(mode)
     from bigloop.atoms.models.spec import ModelSpec
     from bigloop.config import LoopConfig
-    from bigloop.optimize.evaluate import fingerprint
 
     spec = ModelSpec(name=model, base_url=base_url)
     loop_config = LoopConfig.load(config_path) if config_path else None
     chosen = spec.build()
     looped = loop_config.escalating(chosen) if loop_config else chosen  # raw: never
-    if loop_config and loop_config.escalate and ray_address:
-        raise UserError(
-            f"--ray with {config_path}: its escalate ({loop_config.escalate}) runs in this "
-            "process only; drop --ray or the file's escalate."
-        )
+    _check_escalate_local(loop_config, config_path, ray_address)
     scores: dict[str, dict[str, Any]] = {}
-    console = report.make_console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("acc {task.fields[acc]}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=json_out,
-    ) as progress:
+    with _bfcl_progress(json_out) as progress:
         for cat in category:
             cases = load_any(cat, limit)
             for m in mode:
                 task = progress.add_task(f"{cat} · {m}", total=len(cases), acc="-")
-                hits = [0, 0]
-
-                def tick(result: Any, task: Any = task, hits: list[int] = hits) -> None:
-                    hits[0] += result.valid
-                    hits[1] += 1
-                    progress.update(task, advance=1, acc=f"{hits[0] / hits[1]:.0%}")
-
-                label = f"{m}+clarify" if clarify and m != "raw" else m
-                if loop_config is not None and config_path is not None and m != "raw":
-                    # the config's fingerprint: a rewritten file gets new results
-                    label += f"+{config_path.stem}-{fingerprint(loop_config)[:8]}"
+                label = _bfcl_label(m, clarify, loop_config, config_path)
                 path = results_path(out, chosen.name, label, cat)
                 results = asyncio.run(
                     run_category(
@@ -585,14 +559,86 @@ def eval_bfcl(
                         cast("Mode", m),
                         path,
                         workers=workers,
-                        on_result=tick,
+                        on_result=_bfcl_tick(progress, task),
                         ray=(ray_address, spec) if ray_address else None,
                         clarify=clarify,
                         config=loop_config if m != "raw" else None,
                     )
                 )
                 scores.setdefault(cat, {})[label] = summarize(results)
-    markdown = report.bfcl_markdown(scores, chosen.name)
+    _write_bfcl_scores(scores, chosen.name, out, json_out)
+
+
+def _check_modes(mode: list[str]) -> None:
+    """Refuse, with a clear error, a --mode that is not raw, loop, graph or retrieve."""
+    from bigloop._errors import UserError
+
+    bad = [m for m in mode if m not in ("raw", "loop", "graph", "retrieve")]
+    if bad:
+        raise UserError(f"--mode {bad[0]!r}: use raw, loop, graph or retrieve.")
+
+
+def _check_escalate_local(
+    loop_config: LoopConfig | None, config_path: Path | None, ray_address: str | None
+) -> None:
+    """Refuse --ray with a --config file that escalates: its stronger model runs in this
+    process only."""
+    from bigloop._errors import UserError
+
+    if loop_config and loop_config.escalate and ray_address:
+        raise UserError(
+            f"--ray with {config_path}: its escalate ({loop_config.escalate}) runs in this "
+            "process only; drop --ray or the file's escalate."
+        )
+
+
+def _bfcl_progress(json_out: bool) -> Progress:
+    """A progress display on stderr, one bar per category and mode (hidden with --json)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = report.make_console(stderr=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("acc {task.fields[acc]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=json_out,
+    )
+
+
+def _bfcl_tick(progress: Progress, task: TaskID) -> Callable[[CaseResult], None]:
+    """A callback advancing `task` by one result, showing the accuracy so far."""
+    hits = [0, 0]
+
+    def tick(result: CaseResult) -> None:
+        hits[0] += result.valid
+        hits[1] += 1
+        progress.update(task, advance=1, acc=f"{hits[0] / hits[1]:.0%}")
+
+    return tick
+
+
+def _bfcl_label(
+    m: str, clarify: bool, loop_config: LoopConfig | None, config_path: Path | None
+) -> str:
+    """The name a mode's results are kept under: with +clarify, and +<file>-<fingerprint>
+    for a --config file's loop (a rewritten file gets new results)."""
+    from bigloop.optimize.evaluate import fingerprint
+
+    label = f"{m}+clarify" if clarify and m != "raw" else m
+    if loop_config is not None and config_path is not None and m != "raw":
+        label += f"+{config_path.stem}-{fingerprint(loop_config)[:8]}"
+    return label
+
+
+def _write_bfcl_scores(
+    scores: dict[str, dict[str, Any]], model_name: str, out: Path, json_out: bool
+) -> None:
+    """Write the scores to OUT/latest.md and OUT/latest.json, and print them (markdown, or
+    JSON with --json)."""
+    markdown = report.bfcl_markdown(scores, model_name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "latest.md").write_text(markdown)
     (out / "latest.json").write_text(json.dumps(scores, indent=2))

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from bigloop import report
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from bigloop.atoms.models.base import ChatModel
+    from bigloop.config import LoopConfig
+    from bigloop.optimize.bench import Outcome
+    from bigloop.optimize.evaluate import Evaluator
+    from bigloop.optimize.optimizer import Optimizer
 
 optimize_app = typer.Typer(
     help="Improve a loop from its traces: policies and schedule, demonstrations, "
@@ -117,10 +127,7 @@ def optimize(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from rich.markup import escape
-
     from bigloop.atoms.models.spec import ModelSpec
-    from bigloop.config import LoopConfig
     from bigloop.eval.benches import SuiteBench, build_bench
     from bigloop.optimize.evaluate import Evaluator
     from bigloop.optimize.optimizer import Optimizer
@@ -128,27 +135,14 @@ def optimize(
 
     chosen_steps = _checked(bench, category, out, steps)
     assert out is not None
-    base = LoopConfig.load(config_file) if config_file else LoopConfig()
-    if model is not None or base_url is not None:
-        base = base.model_copy(update={"model": model or base.model, "base_url": base_url})
+    base = _base_config(config_file, model, base_url)
     work = work or out.with_name(out.name + ".work")
     work.mkdir(parents=True, exist_ok=True)
     spec = ModelSpec(name=base.model, base_url=base.base_url)
     loop_model = spec.build()
-    reflect_model = (
-        ModelSpec(name=reflector, base_url=None).build()
-        if reflector and _resolved(reflector) != _resolved(base.model)
-        else loop_model
-    )
+    reflect_model = _reflect_model(reflector, base.model, loop_model)
     store = TraceStore(work / "traces.db")
-    described: dict[str, Any] = (
-        {"bench": "bfcl", "category": category, "train": train, "dev": dev, "test": max(test, 1)}
-        if bench == "bfcl"
-        else {"bench": "tasks"}
-    )
-    if strong:  # checked now, not halfway through the search; a path made absolute
-        described["strong"] = LoopConfig(escalate=strong).with_absolute_paths().escalate
-        LoopConfig(escalate=described["strong"]).escalating(loop_model)
+    described = _described(bench, category, train, dev, test, strong, loop_model)
     chosen: Any = build_bench(described, loop_model, store)
     runner = None
     if ray_address:
@@ -156,16 +150,7 @@ def optimize(
 
         runner = RayBenchRunner(ray_address, spec, described, workers)
     console = report.make_console(stderr=True)
-    counts = [0, 0]
-
-    def on_outcome(outcome: Any) -> None:
-        counts[0] += 1
-        counts[1] += outcome.score >= 1
-
-    def log(line: str) -> None:
-        if not json_out:
-            console.print(f"[dim]{counts[0]} runs ·[/] {escape(line)}", soft_wrap=True)
-
+    on_outcome, log = _progress_log(console, json_out)
     evaluator = Evaluator(chosen, work / "evals.jsonl", on_outcome=on_outcome, runner=runner)
     optimizer = Optimizer(
         chosen,
@@ -177,30 +162,11 @@ def optimize(
         memo=work / "proposals.jsonl",
         log=log,
     )
-
-    async def optimize_then_test() -> dict[str, Any]:
-        result = await optimizer.run(base)
-        result.save(out)
-        summary: dict[str, Any] = {"out": str(out), **(result.provenance or {})}
-        for bulky in ("train", "dev", "base", "parent"):
-            summary.pop(bulky, None)
-        if test:
-            examples = chosen.examples("test")[:test]
-            before = await evaluator.score(base, examples)
-            after = await evaluator.score(result, examples)
-            summary["test"] = {
-                "n": len(examples),
-                "base": before.right,
-                "optimized": after.right,
-                "base_s_per_example": before.seconds,
-                "optimized_s_per_example": after.seconds,
-            }
-            (work / "test.json").write_text(json.dumps(summary["test"], indent=2) + "\n")
-        return summary
-
     try:
         with console.status("optimizing…", spinner="dots") if not json_out else _null():
-            summary = asyncio.run(optimize_then_test())
+            summary = asyncio.run(
+                _optimize_then_test(optimizer, evaluator, chosen, base, out, work, test)
+            )
     finally:
         if isinstance(chosen, SuiteBench):
             chosen.close()
@@ -209,6 +175,110 @@ def optimize(
         print(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
         _print_summary(summary, out)
+
+
+def _base_config(config_file: Path | None, model: str | None, base_url: str | None) -> LoopConfig:
+    """The config to improve: the --config file's (else the defaults), on --model and
+    --base-url where given."""
+    from bigloop.config import LoopConfig
+
+    base = LoopConfig.load(config_file) if config_file else LoopConfig()
+    if model is not None or base_url is not None:
+        base = base.model_copy(update={"model": model or base.model, "base_url": base_url})
+    return base
+
+
+def _reflect_model(reflector: str | None, loop_name: str, loop_model: ChatModel) -> ChatModel:
+    """The model that proposes instructions and tool docs: --reflector's, or the loop's own
+    model when none is given or it names the same one."""
+    from bigloop.atoms.models.spec import ModelSpec
+
+    if reflector and _resolved(reflector) != _resolved(loop_name):
+        return ModelSpec(name=reflector, base_url=None).build()
+    return loop_model
+
+
+def _described(
+    bench: str | None,
+    category: str | None,
+    train: int,
+    dev: int,
+    test: int,
+    strong: str | None,
+    loop_model: ChatModel,
+) -> dict[str, Any]:
+    """The bench's description for `build_bench`, with --strong (a path made absolute)
+    checked now, not halfway through the search."""
+    from bigloop.config import LoopConfig
+
+    described: dict[str, Any] = (
+        {"bench": "bfcl", "category": category, "train": train, "dev": dev, "test": max(test, 1)}
+        if bench == "bfcl"
+        else {"bench": "tasks"}
+    )
+    if strong:
+        described["strong"] = LoopConfig(escalate=strong).with_absolute_paths().escalate
+        LoopConfig(escalate=described["strong"]).escalating(loop_model)
+    return described
+
+
+def _progress_log(
+    console: Console, json_out: bool
+) -> tuple[Callable[[Outcome], None], Callable[[str], None]]:
+    """The evaluator's `on_outcome` (counting runs and right ones) and the optimizer's
+    `log` (each line on `console` after the runs so far; silent with --json)."""
+    from rich.markup import escape
+
+    counts = [0, 0]
+
+    def on_outcome(outcome: Outcome) -> None:
+        counts[0] += 1
+        counts[1] += outcome.score >= 1
+
+    def log(line: str) -> None:
+        if not json_out:
+            console.print(f"[dim]{counts[0]} runs ·[/] {escape(line)}", soft_wrap=True)
+
+    return on_outcome, log
+
+
+async def _optimize_then_test(
+    optimizer: Optimizer,
+    evaluator: Evaluator,
+    chosen: Any,
+    base: LoopConfig,
+    out: Path,
+    work: Path,
+    test: int,
+) -> dict[str, Any]:
+    """The summary of the optimized config (saved to `out`): its provenance, less the bulky
+    parts, and with --test the scores of base and optimized on the test examples."""
+    result = await optimizer.run(base)
+    result.save(out)
+    summary: dict[str, Any] = {"out": str(out), **(result.provenance or {})}
+    for bulky in ("train", "dev", "base", "parent"):
+        summary.pop(bulky, None)
+    if test:
+        summary["test"] = await _test_scores(evaluator, chosen, base, result, test)
+        (work / "test.json").write_text(json.dumps(summary["test"], indent=2) + "\n")
+    return summary
+
+
+async def _test_scores(
+    evaluator: Evaluator, chosen: Any, base: LoopConfig, result: LoopConfig, test: int
+) -> dict[str, Any]:
+    """Base and optimized scores (right answers, seconds per example) on the first `test`
+    test examples."""
+    examples = chosen.examples("test")[:test]
+    before = await evaluator.score(base, examples)
+    after = await evaluator.score(result, examples)
+    return {
+        "n": len(examples),
+        "base": before.right,
+        "optimized": after.right,
+        "base_s_per_example": before.seconds,
+        "optimized_s_per_example": after.seconds,
+    }
 
 
 def _checked(

@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
@@ -140,7 +141,38 @@ class Optimizer:
                 current, scores = proposal.config, proposal.scores
             else:
                 self.log(f"[{step}] nothing beat dev {scores.right}/{len(dev)}; unchanged")
-        provenance = {
+        provenance = self._provenance(
+            base=base,
+            parent=parent,
+            given=given,
+            dev=dev,
+            first=first,
+            last=scores.mean,
+            changes=changes,
+            front=front,
+            started=started,
+        )
+        if evolved is not None:
+            provenance["data"] = evolved
+        return current.model_copy(update={"provenance": provenance})
+
+    def _provenance(
+        self,
+        *,
+        base: LoopConfig,
+        parent: dict[str, Any] | None,
+        given: list[Example],
+        dev: list[Example],
+        first: float,
+        last: float,
+        changes: list[Change],
+        front: list[dict[str, object]],
+        started: float,
+    ) -> dict[str, object]:
+        """How the optimized config was made: the data and settings, the base config, the
+        dev score before (`first`) and after (`last`), the changes kept, the policy front,
+        the `parent` config's own provenance, and what this session spent since `started`."""
+        return {
             "bench": self.bench.name,
             "train": [e.id for e in given],
             "dev": [e.id for e in dev],
@@ -152,7 +184,7 @@ class Optimizer:
             "base": base.model_dump(mode="json", exclude={"provenance"}),
             "base_fingerprint": fingerprint(base),
             "dev_before": round(first, 4),
-            "dev_after": round(scores.mean, 4),
+            "dev_after": round(last, 4),
             "changes": [asdict(c) for c in changes],
             "policy_front": front,
             "parent": parent,
@@ -166,9 +198,6 @@ class Optimizer:
             },
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        if evolved is not None:
-            provenance["data"] = evolved
-        return current.model_copy(update={"provenance": provenance})
 
     async def _step(
         self,

@@ -247,15 +247,8 @@ class GraphPlanner:
             running[asyncio.ensure_future(anext(source))] = None
         try:
             while True:
-                busy = {s.id for s in running.values() if s is not None}
-                for step in g.unfinished:
-                    if step.id in busy:
-                        continue
-                    if failed := sorted(step.deps & g.failed):
-                        refs = ", ".join(f"${n}" for n in failed)
-                        yield self._record(ctx, g, step, _skipped(step, refs))
-                    elif (step.deps | _order_deps(ctx.writes, g, step)) <= set(g.outputs):
-                        running[asyncio.ensure_future(self._run_step(ctx, g, step))] = step
+                for skipped in self._start_ready(ctx, g, running):
+                    yield skipped
                 if not running:
                     return
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
@@ -266,22 +259,34 @@ class GraphPlanner:
                     if owner is not None:
                         yield self._record(ctx, g, owner, future.result())
                         continue
-                    try:
-                        item = future.result()
-                    except StopAsyncIteration:
-                        continue
-                    if isinstance(item, Step):
-                        yield item
-                    else:
-                        g.steps[item.id] = item
                     assert source is not None
-                    running[asyncio.ensure_future(anext(source))] = None
+                    if (item := _next_written(future, g)) is not None:
+                        yield item
+                    if not future.exception():
+                        running[asyncio.ensure_future(anext(source))] = None
         finally:
             for future in running:
                 future.cancel()
             await asyncio.gather(*running, return_exceptions=True)
             if isinstance(source, AsyncGenerator):
                 await source.aclose()
+
+    def _start_ready(
+        self, ctx: RunContext, g: GraphState, running: dict[asyncio.Future[Any], PlanStep | None]
+    ) -> list[Step]:
+        """Start every unfinished step whose inputs are ready (into `running`); the steps
+        recorded as skipped because a step they need failed."""
+        busy = {s.id for s in running.values() if s is not None}
+        skipped = []
+        for step in g.unfinished:
+            if step.id in busy:
+                continue
+            if failed := sorted(step.deps & g.failed):
+                refs = ", ".join(f"${n}" for n in failed)
+                skipped.append(self._record(ctx, g, step, _skipped(step, refs)))
+            elif (step.deps | _order_deps(ctx.writes, g, step)) <= set(g.outputs):
+                running[asyncio.ensure_future(self._run_step(ctx, g, step))] = step
+        return skipped
 
     async def _stream_plan(
         self, ctx: RunContext, g: GraphState, messages: list[Message], settings: ModelSettings
@@ -419,6 +424,19 @@ def _step_ref(step: Step) -> int | None:
     """The plan step id ("$N") a stored tool step answered, if it came from a plan."""
     ref = step.message.tool_call_id if step.message else None
     return int(ref[1:]) if ref and ref.startswith("$") and ref[1:].isdigit() else None
+
+
+def _next_written(future: asyncio.Future[Any], g: GraphState) -> Step | None:
+    """What a streamed plan gave next: a plan step joins the graph (None), the planner's
+    own model step is returned; the end of the stream gives None."""
+    try:
+        item = future.result()
+    except StopAsyncIteration:
+        return None
+    if isinstance(item, Step):
+        return item
+    g.steps[item.id] = item
+    return None
 
 
 def _skipped(step: PlanStep, refs: str) -> CallResult:

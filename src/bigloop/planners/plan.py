@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from bigloop._errors import ModelRetry
 from bigloop.atoms.models.base import ToolSpec
 from bigloop.atoms.schema import grammar_safe
+from bigloop.policies.grounding import scalars
 
 _REF = re.compile(r"\$(\d+)")
 _WHOLE_REF = re.compile(r"^\$(\d+)$")
@@ -173,14 +174,9 @@ def _value(output: str) -> Any:
 
 
 def _refs(value: Any) -> Iterable[int]:
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _refs(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _refs(v)
-    elif isinstance(value, str):
-        yield from (int(n) for n in _REF.findall(value))
+    for s in scalars(value):
+        if isinstance(s, str):
+            yield from (int(n) for n in _REF.findall(s))
 
 
 K = TypeVar("K", int, str)

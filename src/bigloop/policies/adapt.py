@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from bigloop._errors import InvalidArguments
-from bigloop.atoms.models.base import ChatModel, Message, ModelSettings
+from bigloop.atoms.models.base import ChatModel, Message, ModelResponse, ModelSettings
 from bigloop.atoms.schema import grammar_safe, schema_problems
 from bigloop.atoms.tool import Tool
 from bigloop.trace.records import Step, valid_text
@@ -89,30 +89,19 @@ class Adapter:
         if direct is not None:
             return direct
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        about = f": {description}" if description else ""
-        prompt = ADAPT_USER.format(
-            target=target, description=about, schema=json.dumps(schema), text=text
-        )
-        messages = [
-            Message(role="system", content=ADAPT_SYSTEM),
-            Message(role="user", content=prompt),
-        ]
+        messages = _extraction_messages(text, schema, target=target, description=description)
         settings = replace(self.settings, response_schema=grammar_safe(schema))
         started = time.time()
         response = await self.model.chat(messages, [], settings)
         extracted, problem = _parse(response.text, schema)
-        step = Step(
-            run_id=run_id,
-            index=0,
-            kind="adapt",
+        step = _adapt_step(
+            response,
+            text,
+            extracted,
+            problem,
             name=f"{source}→{target}" if source else target,
-            input={"text": text},
-            output=extracted if extracted is not None else valid_text(response.text),
-            error="invalid_extraction" if problem else None,
-            seconds=response.usage.seconds,
-            prompt_tokens=response.usage.prompt_tokens,
-            completion_tokens=response.usage.completion_tokens,
-            started_at=started,
+            run_id=run_id,
+            started=started,
         )
         if on_step is not None:
             on_step(step)
@@ -122,6 +111,47 @@ class Adapter:
                 f"The model wrote {_clip(response.text)!r} from {_clip(text)!r}."
             )
         return extracted
+
+
+def _extraction_messages(
+    text: str, schema: dict[str, Any], *, target: str, description: str
+) -> list[Message]:
+    """The system and user messages asking a model to turn `text` into input for
+    `target` under `schema`."""
+    about = f": {description}" if description else ""
+    prompt = ADAPT_USER.format(
+        target=target, description=about, schema=json.dumps(schema), text=text
+    )
+    return [
+        Message(role="system", content=ADAPT_SYSTEM),
+        Message(role="user", content=prompt),
+    ]
+
+
+def _adapt_step(
+    response: ModelResponse,
+    text: str,
+    extracted: dict[str, Any] | None,
+    problem: str | None,
+    *,
+    name: str,
+    run_id: str,
+    started: float,
+) -> Step:
+    """The "adapt" step recording one extraction of `text` (failed when `problem`)."""
+    return Step(
+        run_id=run_id,
+        index=0,
+        kind="adapt",
+        name=name,
+        input={"text": text},
+        output=extracted if extracted is not None else valid_text(response.text),
+        error="invalid_extraction" if problem else None,
+        seconds=response.usage.seconds,
+        prompt_tokens=response.usage.prompt_tokens,
+        completion_tokens=response.usage.completion_tokens,
+        started_at=started,
+    )
 
 
 def fits(value: Any, schema: dict[str, Any]) -> dict[str, Any] | None:

@@ -79,9 +79,6 @@ def refuse(
 Texts = str | Callable[[], list[str]]
 """A text, or a function returning the texts to join (built only when read)."""
 
-_GUESSES = (Reason.UNGROUNDED, Reason.WANDERING, Reason.SETTLE, Reason.COPIED_EXAMPLE)
-"""The refusals that tell the model a value of its came from nowhere (`Evidence.told`)."""
-
 
 class Evidence:
     """What the conversation has said so far — the task, the user's turns, every tool
@@ -99,6 +96,9 @@ class Evidence:
             tools returned: tool results are data, and never speak for the user. Without
             it, all of `source` counts as the user's.
         refusals: the refusals the run's checks have made so far.
+        continues: the request continues a conversation whose earlier turns already
+            called tools (their results and the state they changed are known to the
+            model, if not always in words the request repeats).
     """
 
     def __init__(
@@ -109,7 +109,9 @@ class Evidence:
         answers: Callable[[], dict[str, str]] | None = None,
         guesses: Callable[[], int | None] | None = None,
         refusals: Callable[[], list[Refusal]] | None = None,
+        continues: bool = False,
     ) -> None:
+        self.continues = continues
         self._source = source
         self._user = user
         self._answers = answers
@@ -135,9 +137,7 @@ class Evidence:
     def told(self, tool: str, values: dict[str, Any]) -> bool:
         """Whether the model was already told that these values of a call to `tool` came
         from nowhere (by any check): a model that makes the call again insists."""
-        return any(
-            r.reason in _GUESSES and r.tool == tool and r.values == values for r in self.refusals
-        )
+        return any(r.ungrounded and r.tool == tool and r.values == values for r in self.refusals)
 
     @cached_property
     def text(self) -> str:

@@ -44,7 +44,10 @@ class Clarify:
         missing: ask when a required argument is absent.
         ungrounded: act when a required string or number argument's value is mentioned
             nowhere in the conversation (values from enums and booleans are exempt); for an
-            irreversible tool, nowhere in what the user said (tool results left out).
+            irreversible tool, nowhere in what the user said (tool results left out). A
+            request that continues a conversation which already called tools is not
+            judged so (the model knows what those calls returned and changed), except
+            for an irreversible tool.
         retry_first: send an ungrounded call back to the model once before asking.
         settle: after a result, answer from the results instead of asking (see above).
     """
@@ -90,6 +93,10 @@ class Clarify:
             return [], []
         props = spec.parameters.get("properties", {})
         mentions = evidence.user_mentions if irreversible(spec) else evidence.mentions
+        # In a conversation that already called tools, a value the request does not
+        # repeat may come from what they returned or changed: only an irreversible call
+        # still needs its values said.
+        judge = self.ungrounded and (irreversible(spec) or not evidence.continues)
         missing, ungrounded = [], []
         for name in spec.parameters.get("required", []):
             if name not in call.arguments:
@@ -97,7 +104,7 @@ class Clarify:
                     missing.append(name)
                 continue
             value = call.arguments[name]
-            if self.ungrounded and guessable(value) and "enum" not in props.get(name, {}):
+            if judge and guessable(value) and "enum" not in props.get(name, {}):
                 if not mentions(value):
                     ungrounded.append(name)
         return missing, ungrounded

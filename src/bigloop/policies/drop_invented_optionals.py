@@ -14,13 +14,14 @@ class DropInventedOptionals:
 
     A value the user did not give, for a parameter they need not give, was invented by
     the model ("unit": "cm" for a request in inches); the tool's own default is the
-    better guess.
+    better guess. In a conversation that already called tools (`Evidence.continues`), a
+    value may come from what they returned or changed, and is kept.
     """
 
     name: str = "drop_invented_optionals"
 
     def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
-        if not isinstance(call.arguments, dict):
+        if not isinstance(call.arguments, dict) or evidence.continues:
             return ACCEPT
         schema = spec.parameters
         optional = set(schema.get("properties", {})) - set(schema.get("required", []))

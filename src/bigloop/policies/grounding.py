@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Iterator
+from typing import Any
 
 _TOKEN = re.compile(r"[^\W_]+")
 _COMPOSED = re.compile(r"[()=*/+<>]|\bselect\b")
@@ -121,6 +123,18 @@ def _said(part: str, context: str, words: set[str]) -> bool:
     if len(part) > 3 and part.endswith("s") and part[:-1] in context:
         return True
     return len(part) <= 3 and part.isalpha() and any(_abbreviates(part, w) for w in words)
+
+
+def scalars(value: Any) -> Iterator[str | int | float]:
+    """The strings and numbers in a JSON value (booleans and nulls left out)."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from scalars(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from scalars(v)
+    elif isinstance(value, str | int | float) and not isinstance(value, bool):
+        yield value
 
 
 def with_normal_forms(text: str) -> str:

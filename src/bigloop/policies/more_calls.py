@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bigloop.atoms.models.base import ModelResponse, ToolCall
+from bigloop.policies.grounding import scalars
 
 
 @dataclass(kw_only=True)
@@ -203,18 +204,6 @@ def _kind(value: Any) -> str:
     except ValueError:
         return "text"
     return "number"
-
-
-def scalars(value: Any) -> Iterator[str | int | float]:
-    """The strings and numbers in a JSON value (booleans and nulls left out)."""
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from scalars(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from scalars(v)
-    elif isinstance(value, str | int | float) and not isinstance(value, bool):
-        yield value
 
 
 def _norm(value: str | int | float) -> str:

@@ -38,7 +38,7 @@ from bigloop.atoms.models.base import (
     ToolSpec,
 )
 from bigloop.atoms.schema import schema_problems
-from bigloop.policies.grounding import grounded
+from bigloop.policies.grounding import grounded, scalars
 from bigloop.routing.route import Constraints, Weights, route
 from bigloop.runtime.call import MODEL_MISTAKES
 from bigloop.trace.records import RunResult, Step
@@ -294,7 +294,7 @@ def grounded_reply(response: ModelResponse, tools: list[ToolSpec], messages: lis
     return all(
         grounded(value, context)
         for call in response.tool_calls
-        for value in _scalars(call.arguments)
+        for value in scalars(call.arguments)
     )
 
 
@@ -302,17 +302,6 @@ def _said(messages: list[Message]) -> list[str]:
     """What the user (their requests and answers) and the tools said — not the loop's own
     notes or refusals (`Message.origin`)."""
     return [m.content for m in messages if m.origin in ("user", "tool")]
-
-
-def _scalars(value: object) -> list[str | int | float]:
-    """The strings and numbers in `value`, through lists and objects (not booleans)."""
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _scalars(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _scalars(v)]
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        return [value]
-    return []
 
 
 class CascadeModel:

@@ -44,13 +44,11 @@ from bigloop.atoms.tool import Tool
 from bigloop.policies import AnswerCheck, CallCheck, Evidence, check_call
 from bigloop.policies.approval import denied, says_yes
 from bigloop.policies.wording import ERROR_PREFIX, render
-from bigloop.runtime.call import CallResult, Outcome, call_key, call_tool
+from bigloop.runtime.call import CallResult, Outcome
+from bigloop.runtime.calls import Calls, clip, made
 from bigloop.trace.records import Question, Refusal, Step, StepError, StepKind, valid_text
 from bigloop.trace.store import TraceStore
 
-ERROR_CHARS = 2000
-"""Error text (a tool's exception, a failed check) longer than this is cut before the
-model sees it."""
 _MAX_NESTING = 64
 """Arguments nested deeper are refused before any check or tool sees them."""
 _MAX_INT_BITS = 14_000
@@ -152,12 +150,25 @@ class RunContext:
     started: float = field(default_factory=lambda: time.perf_counter())
     answers: list[str] = field(default_factory=list)
     """The user's answers not yet used (given to `resume`)."""
-    intents: set[str] = field(default_factory=set)
-    done_calls: dict[str, str] = field(default_factory=dict)
-    failed_calls: dict[str, str] = field(default_factory=dict)
-    _inflight: dict[str, asyncio.Future[CallResult]] = field(default_factory=dict)
+    executor: Calls = field(init=False)
+    """The run's calls as they are made (dedupe, intents: `bigloop.runtime.calls`)."""
     _not_made: int = 0
     """Calls the last model turn asked for beyond `max_calls_per_turn`."""
+
+    def __post_init__(self) -> None:
+        self.executor = Calls(
+            run_id=self.run_id, tools=self.tools, store=self.store, on_result=[self._ran]
+        )
+
+    @property
+    def intents(self) -> set[str]:
+        """The calls of non-idempotent tools started in this run (a resume sets them from
+        the trace: `TraceStore.intents`)."""
+        return self.executor.intents
+
+    @intents.setter
+    def intents(self, started: set[str]) -> None:
+        self.executor.intents = set(started)
 
     def replay(self, steps: list[Step]) -> None:
         """Rebuild the conversation and the accounting from a run's stored steps (resume):
@@ -175,8 +186,9 @@ class RunContext:
             if s.kind == "model":
                 self.model_turns += 1
             elif s.kind == "tool" and s.error is None and s.message is not None:
-                call = ToolCall(id="", name=s.name, arguments=s.input)
-                self.done_calls[call_key(call)] = s.message.content
+                self.executor.remember(
+                    ToolCall(id="", name=s.name, arguments=s.input), s.message.content
+                )
         _replies_in_call_order(self.messages)
 
     # ------------------------------------------------------------------ the answer
@@ -208,7 +220,7 @@ class RunContext:
         if self.repairs > self.budget.max_repairs:
             raise BudgetExceeded(
                 f"The model's replies stayed invalid after "
-                f"{self.budget.max_repairs} corrections; last: {_clip(problem)}"
+                f"{self.budget.max_repairs} corrections; last: {clip(problem)}"
             )
 
     def count_mistakes(self, n: int) -> None:
@@ -222,7 +234,7 @@ class RunContext:
 
     def repair(self, problem: str) -> None:
         """Count a correction and tell the model `problem` in the conversation."""
-        problem = _clip(problem)
+        problem = clip(problem)
         self.count_repair(problem)
         self.messages.append(Message(role="user", content=problem, origin="loop"))
 
@@ -387,7 +399,15 @@ class RunContext:
         def refusals() -> list[Refusal]:
             return [s.refusal for s in self.steps if s.refusal is not None]
 
-        return Evidence(texts, user=user, answers=answers, guesses=guesses, refusals=refusals)
+        earlier = self.messages[: self.task_index]
+        return Evidence(
+            texts,
+            user=user,
+            answers=answers,
+            guesses=guesses,
+            refusals=refusals,
+            continues=any(m.role == "tool" and m.origin == "tool" for m in earlier),
+        )
 
     def writes(self, name: str) -> bool:
         """Whether tool `name` has side effects (is not idempotent)."""
@@ -515,54 +535,18 @@ class RunContext:
         """
         if (problem := _unusable(call.arguments)) is not None:
             output = f"Error: {problem}. Call again with plain values."
-            return _made(call, "invalid_arguments", output, "loop")
+            return made(call, "invalid_arguments", output, "loop")
         if (stopped := await self._checked(call)) is not None:
             return stopped
-        key = call_key(call)
-        if key in self.done_calls:
-            return _made(call, "repeated", self.done_calls[key])
-        if key in self.failed_calls:
-            return _made(
-                call,
-                "repeated",
-                f"You already made this exact call and it failed ({self.failed_calls[key]}). "
-                "Use another tool or other arguments.",
-                "loop",
-            )
-        if key in self._inflight:
-            first = await asyncio.shield(self._inflight[key])
-            return _made(call, "repeated", first.output)
-        tool = self.tools.get(call.name)
-        if tool is not None and not tool.idempotent:
-            if key in self.intents:
-                return _made(
-                    call,
-                    "tool_error",
-                    f"Error: this call to {call.name} was started before the run was "
-                    "interrupted, and its outcome is unknown. It was not repeated because "
-                    f"{call.name} is not idempotent; check its effect before calling again.",
-                    "loop",
-                )
-            self.intents.add(key)
-            if self.store:
-                self.store.add_intent(self.run_id, key)
-        future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            result = await call_tool(call, self.tools)
-        finally:
-            del self._inflight[key]
-        result.output = valid_text(result.output if result.ok else _clip(result.output))
-        future.set_result(result)
-        if result.ok:
-            self.done_calls[key] = result.output
-        elif not result.model_mistake:
-            self.failed_calls[key] = result.output
+        return await self.executor.make(call)
+
+    def _ran(self, result: CallResult) -> None:
+        """After a call ran: its tool's cost, then the result hooks."""
+        tool = self.tools.get(result.call.name)
         if tool is not None:
             self.cost += tool.card.cost
         for hook in self.on_result:
             hook(self, result)
-        return result
 
     async def _checked(self, call: ToolCall) -> CallResult | None:
         """Run the checks on `call` (adapting its arguments in place); the result that
@@ -592,13 +576,13 @@ class RunContext:
             f"Not called: I asked the user {question.text!r}; they answered "
             f"{answer!r}. Call again with their answer."
         )
-        result = _made(call, "asked", output, "user")
+        result = made(call, "asked", output, "user")
         result.question = question
         return result
 
     def _refused(self, call: ToolCall, refusal: Refusal) -> CallResult:
         outcome: Outcome = "denied" if refusal.reason == "denied" else "invalid_arguments"
-        result = _made(call, outcome, _clip(ERROR_PREFIX + render(refusal)), "loop")
+        result = made(call, outcome, clip(ERROR_PREFIX + render(refusal)), "loop")
         result.refusal = refusal
         return result
 
@@ -619,17 +603,6 @@ class RunContext:
         if inspect.isawaitable(answer):
             answer = await answer
         return str(answer)
-
-
-def _made(call: ToolCall, outcome: Outcome, output: str, origin: Origin = "tool") -> CallResult:
-    return CallResult(
-        call=call,
-        outcome=outcome,
-        output=output,
-        seconds=0.0,
-        started_at=time.time(),
-        origin=origin,
-    )
 
 
 def _tool_message(call: ToolCall, output: str, origin: Origin = "tool") -> Message:
@@ -659,12 +632,6 @@ def _replies_in_call_order(messages: list[Message]) -> None:
         rank.setdefault(c.id, n)
     last = len(rank)
     messages[start:] = sorted(messages[start:], key=lambda m: rank.get(m.tool_call_id or "", last))
-
-
-def _clip(text: str) -> str:
-    if len(text) <= ERROR_CHARS:
-        return text
-    return f"{text[:ERROR_CHARS]}… [cut {len(text) - ERROR_CHARS} characters]"
 
 
 def _unusable(arguments: Any) -> str | None:

@@ -17,21 +17,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import traceback
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from bigloop._errors import BigloopError, BudgetExceeded, InputRequired, RunFailure, UserError
+from bigloop._errors import BudgetExceeded, InputRequired, RunFailure, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec, Usage
-from bigloop.trace.records import RunResult, RunStatus, Step, StepKind, valid_text
+from bigloop.trace.records import RunResult, RunStatus, Step, StepKind, failure_text, valid_text
 from bigloop.trace.store import TraceStore
 
 _IGNORED = ("run",)
 """Input fields that differ between a run and its resume (an agent's run id)."""
-_ERROR_CHARS = 2000
 
 
 @dataclass(kw_only=True)
@@ -253,7 +250,7 @@ class TeamRun:
                 self.store.finish_run(self.run_id, "interrupted", None, "interrupted")
             raise
         except Exception as e:  # noqa: BLE001 - the top level: every run ends with a status
-            error = _failure(e)
+            error = failure_text(e, "team run")
         if self.store is not None:
             self.store.finish_run(self.run_id, status, answer, error)
         usage = Usage(seconds=time.perf_counter() - self._started)
@@ -272,13 +269,3 @@ class TeamRun:
             question=question,
             planner=self.pattern,
         )
-
-
-def _failure(error: Exception) -> str:
-    if isinstance(error, BigloopError):
-        return valid_text(str(error))[:_ERROR_CHARS]
-    text = f"{type(error).__name__}: {error}"
-    if frames := traceback.extract_tb(error.__traceback__):
-        where = frames[-1]
-        text += f" (raised at {Path(where.filename).name}:{where.lineno} in {where.name})"
-    return valid_text(f"The team run stopped on an unexpected error: {text}")[:_ERROR_CHARS]

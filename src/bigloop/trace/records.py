@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Literal
 
+from bigloop._errors import BigloopError
 from bigloop.atoms.models.base import Message, ToolCall, Usage
 
 StepKind = Literal["model", "tool", "ask", "message", "adapt"]
@@ -77,8 +80,15 @@ class Refusal:
 
     @property
     def ungrounded(self) -> bool:
-        """The call's values came from nowhere in the conversation (a guess)."""
-        return self.reason in (Reason.UNGROUNDED, Reason.WANDERING, Reason.SETTLE)
+        """The call's values came from nowhere in the conversation: a guess, or a value
+        copied from the tool's documentation (what `settle` counts; only reason
+        `ungrounded` becomes a question to the user)."""
+        return self.reason in (
+            Reason.UNGROUNDED,
+            Reason.WANDERING,
+            Reason.SETTLE,
+            Reason.COPIED_EXAMPLE,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -222,3 +232,20 @@ def message_from_dict(data: dict[str, Any]) -> Message:
 
 
 _OLD_LOOP_NAME = "bigloop"
+
+
+FAILURE_CHARS = 2000
+"""A run's error text is cut at this length."""
+
+
+def failure_text(error: Exception, what: str = "run") -> str:
+    """A run's error for an exception that ended it: bigloop's own errors say what to do;
+    any other (a bug in a model, tool, check or hook) gives its type, message and the
+    place it was raised."""
+    if isinstance(error, BigloopError):
+        return valid_text(str(error))[:FAILURE_CHARS]
+    text = f"{type(error).__name__}: {error}"
+    if frames := traceback.extract_tb(error.__traceback__):
+        where = frames[-1]
+        text += f" (raised at {Path(where.filename).name}:{where.lineno} in {where.name})"
+    return valid_text(f"The {what} stopped on an unexpected error: {text}")[:FAILURE_CHARS]

@@ -79,12 +79,13 @@ _WRITES = types.MappingProxyType(
 )
 
 
-def _make_inside(work: str) -> Callable[..., bool]:
-    """`inside(path, dir_fd)`: whether `path`, symlinks resolved, lies in `work`.
-    Built from the C functions themselves, so patching `os` cannot change its answer."""
-    lstat, readlink, getcwd, fspath = posix.lstat, posix.readlink, posix.getcwd, posix.fspath
-    is_link, str_, int_, bytes_, os_error = S_ISLNK, str, int, bytes, OSError
-    isinstance_, devnull, prefix = isinstance, os.devnull, work + "/"
+_Check = Callable[[str, tuple[Any, ...]], None]
+
+
+def _make_resolve() -> Callable[[str, int], str]:
+    """`resolve(path, depth)`: absolute `path` with `.`, `..` and symlinks resolved
+    (at most 40 links deep), from the C functions themselves."""
+    lstat, readlink, is_link, os_error = posix.lstat, posix.readlink, S_ISLNK, OSError
 
     def resolve(path: str, depth: int) -> str:
         resolved = ""
@@ -107,6 +108,16 @@ def _make_inside(work: str) -> Callable[..., bool]:
                 resolved = candidate
         return resolved or "/"
 
+    return resolve
+
+
+def _make_inside(work: str) -> Callable[..., bool]:
+    """`inside(path, dir_fd)`: whether `path`, symlinks resolved, lies in `work`.
+    Built from the C functions themselves, so patching `os` cannot change its answer."""
+    resolve, readlink, getcwd, fspath = _make_resolve(), posix.readlink, posix.getcwd, posix.fspath
+    str_, int_, bytes_, isinstance_ = str, int, bytes, isinstance
+    devnull, prefix = os.devnull, work + "/"
+
     def inside(path: Any, dir_fd: Any = -1) -> bool:
         if isinstance_(path, int_):  # an open descriptor: checked when it was opened
             return True
@@ -126,57 +137,124 @@ def _make_inside(work: str) -> Callable[..., bool]:
     return inside
 
 
-def _make_hook(work: str) -> Callable[[str, tuple[Any, ...]], None]:
-    inside, refused, refused_modules, writes = (
-        _make_inside(work),
-        _REFUSED,
-        _REFUSED_MODULES,
-        _WRITES,
-    )
-    write_flags, getpid, denied, len_, any_ = _WRITE_FLAGS, posix.getpid, PermissionError, len, any
-    stat, is_dir, no_module, os_error = posix.stat, S_ISDIR, ImportError, OSError
+def _refuse(reason: str) -> _Check:
+    """A check refusing its event outright."""
+    denied = PermissionError
 
-    def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event in refused:
-            if event in ("os.kill", "os.killpg") and args[0] == getpid():
-                return
-            if event == "object.__setattr__" and args[1] not in _GUARDED_ATTRIBUTES:
-                return
-            raise denied(f"sandbox: {refused[event]} ({event}).")
-        if event == "import" and args[0].partition(".")[0] in refused_modules:
+    def check(event: str, args: tuple[Any, ...]) -> None:
+        raise denied(f"sandbox: {reason} ({event}).")
+
+    return check
+
+
+def _refuse_signals(reason: str) -> _Check:
+    """A check refusing signals, except to this process itself."""
+    getpid, denied = posix.getpid, PermissionError
+
+    def check(event: str, args: tuple[Any, ...]) -> None:
+        if args[0] == getpid():
+            return
+        raise denied(f"sandbox: {reason} ({event}).")
+
+    return check
+
+
+def _refuse_guarded_attributes(reason: str) -> _Check:
+    """A check refusing `object.__setattr__` of the guarded attributes only."""
+    guarded, denied = _GUARDED_ATTRIBUTES, PermissionError
+
+    def check(event: str, args: tuple[Any, ...]) -> None:
+        if args[1] not in guarded:
+            return
+        raise denied(f"sandbox: {reason} ({event}).")
+
+    return check
+
+
+def _check_import() -> _Check:
+    """A check refusing imports of the refused modules (and of their submodules)."""
+    refused_modules, no_module = _REFUSED_MODULES, ImportError
+
+    def check(event: str, args: tuple[Any, ...]) -> None:
+        if args[0].partition(".")[0] in refused_modules:
             # ImportError: libraries that can do without the module (numpy without ctypes) do
             raise no_module(f"sandbox: importing {args[0]} is not allowed.")
-        if event == "open":
-            path, mode, flags = args
-            writing = (mode is not None and any_(c in mode for c in "wax+")) or (
-                flags & write_flags
+
+    return check
+
+
+def _check_open(inside: Callable[..., bool]) -> _Check:
+    """A check refusing to open for writing outside `work`, or to open a folder there."""
+    write_flags, any_, denied = _WRITE_FLAGS, any, PermissionError
+    stat, is_dir, os_error = posix.stat, S_ISDIR, OSError
+
+    def check(event: str, args: tuple[Any, ...]) -> None:
+        path, mode, flags = args
+        writing = (mode is not None and any_(c in mode for c in "wax+")) or (flags & write_flags)
+        if inside(path):
+            return
+        if writing:
+            raise denied(
+                f"sandbox: writing outside the working folder is not allowed ({path!r}); "
+                f"write to relative paths."
             )
-            if writing and not inside(path):
+        # A folder's descriptor would let os.open(..., dir_fd=) write beneath it, and
+        # the "open" event does not carry dir_fd.
+        try:
+            folder = is_dir(stat(path).st_mode)
+        except os_error:
+            folder = False
+        if folder:
+            raise denied(
+                f"sandbox: opening a folder outside the working folder is not allowed ({path!r})."
+            )
+
+    return check
+
+
+def _check_write(inside: Callable[..., bool], paths: tuple[int, ...], fd_at: int) -> _Check:
+    """A check refusing to change, at positions `paths` (relative to the `dir_fd` at
+    position `fd_at`, if any), files outside `work`."""
+    denied, len_ = PermissionError, len
+
+    def check(event: str, args: tuple[Any, ...]) -> None:
+        dir_fd = args[fd_at] if 0 <= fd_at < len_(args) else -1
+        for at in paths:
+            if not inside(args[at], dir_fd):
                 raise denied(
-                    f"sandbox: writing outside the working folder is not allowed ({path!r}); "
-                    f"write to relative paths."
+                    f"sandbox: changing files outside the working folder is not allowed "
+                    f"({event} {args[at]!r})."
                 )
-            # A folder's descriptor would let os.open(..., dir_fd=) write beneath it, and
-            # the "open" event does not carry dir_fd.
-            if not writing and not inside(path):
-                try:
-                    folder = is_dir(stat(path).st_mode)
-                except os_error:
-                    folder = False
-                if folder:
-                    raise denied(
-                        f"sandbox: opening a folder outside the working folder is not "
-                        f"allowed ({path!r})."
-                    )
-        elif event in writes:
-            paths, fd_at = writes[event]
-            dir_fd = args[fd_at] if 0 <= fd_at < len_(args) else -1
-            for at in paths:
-                if not inside(args[at], dir_fd):
-                    raise denied(
-                        f"sandbox: changing files outside the working folder is not allowed "
-                        f"({event} {args[at]!r})."
-                    )
+
+    return check
+
+
+def _make_checks(work: str) -> dict[str, _Check]:
+    """The check for each audit event the hook looks at."""
+    inside = _make_inside(work)
+    checks: dict[str, _Check] = {}
+    for event, reason in _REFUSED.items():
+        if event in ("os.kill", "os.killpg"):
+            checks[event] = _refuse_signals(reason)
+        elif event == "object.__setattr__":
+            checks[event] = _refuse_guarded_attributes(reason)
+        else:
+            checks[event] = _refuse(reason)
+    checks["import"] = _check_import()
+    checks["open"] = _check_open(inside)
+    for event, (paths, fd_at) in _WRITES.items():
+        checks[event] = _check_write(inside, paths, fd_at)
+    return checks
+
+
+def _make_hook(work: str) -> Callable[[str, tuple[Any, ...]], None]:
+    """The audit hook: one dictionary lookup per event, then that event's check, if any."""
+    find = _make_checks(work).get
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        check = find(event)
+        if check is not None:
+            check(event, args)
 
     return hook
 

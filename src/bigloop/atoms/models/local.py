@@ -607,6 +607,10 @@ class LocalModel:
         pieces: asyncio.Queue[str | Usage | BaseException] = asyncio.Queue()
         stop = threading.Event()
 
+        def put(piece: str | Usage | BaseException) -> None:
+            """Hand `piece` from the generating thread to the event loop."""
+            loop.call_soon_threadsafe(pieces.put_nowait, piece)
+
         def generate() -> None:
             llama = self.llama()
             with _IN_USE[id(llama)]:
@@ -615,36 +619,13 @@ class LocalModel:
         def held(llama: Any) -> None:
             llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
             start = time.perf_counter()
-            n = 0
             _forget_stale(llama)
             try:
-                chunks = llama.create_chat_completion(
-                    messages=chat,
-                    grammar=self.grammar_for_schema(settings.response_schema or {}),
-                    temperature=settings.temperature,
-                    max_tokens=settings.max_tokens,
-                    seed=settings.seed,
-                    stream=True,
-                )
-                for chunk in chunks:
-                    text = chunk["choices"][0]["delta"].get("content") or ""
-                    if text:
-                        n += 1
-                        loop.call_soon_threadsafe(pieces.put_nowait, text)
-                    if stop.is_set():
-                        break
-                perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
-                _keep_prompt(llama, max(0, llama.n_tokens - n))
-                usage: str | Usage | BaseException = Usage(
-                    prompt_tokens=llama.n_tokens,
-                    completion_tokens=n,
-                    seconds=time.perf_counter() - start,
-                    prompt_seconds=perf.t_p_eval_ms / 1000,
-                    generation_seconds=perf.t_eval_ms / 1000,
-                )
+                n = self._stream_pieces(llama, chat, settings, put, stop)
+                usage: str | Usage | BaseException = self._stream_usage(llama, n, start)
             except ValueError as e:
                 usage = ModelUnavailable(f"{self.name}: {e}")
-            loop.call_soon_threadsafe(pieces.put_nowait, usage)
+            put(usage)
 
         async with self._turn():
             worker = asyncio.ensure_future(asyncio.to_thread(generate))
@@ -659,6 +640,49 @@ class LocalModel:
             finally:
                 stop.set()
                 await worker
+
+    def _stream_pieces(
+        self,
+        llama: Any,
+        chat: list[dict[str, Any]],
+        settings: ModelSettings,
+        put: Callable[[str], None],
+        stop: threading.Event,
+    ) -> int:
+        """Generate `chat`'s reply under `settings.response_schema`'s grammar, handing each
+        piece of text to `put`, until done or `stop` is set; the pieces generated."""
+        chunks = llama.create_chat_completion(
+            messages=chat,
+            grammar=self.grammar_for_schema(settings.response_schema or {}),
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
+            seed=settings.seed,
+            stream=True,
+        )
+        n = 0
+        for chunk in chunks:
+            text = chunk["choices"][0]["delta"].get("content") or ""
+            if text:
+                n += 1
+                put(text)
+            if stop.is_set():
+                break
+        return n
+
+    def _stream_usage(self, llama: Any, n: int, start: float) -> Usage:
+        """The usage of a streamed turn of `n` pieces begun at `start`; what it generated
+        is dropped from `llama`'s cache, its prompt kept (`_keep_prompt`)."""
+        import llama_cpp
+
+        perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
+        _keep_prompt(llama, max(0, llama.n_tokens - n))
+        return Usage(
+            prompt_tokens=llama.n_tokens,
+            completion_tokens=n,
+            seconds=time.perf_counter() - start,
+            prompt_seconds=perf.t_p_eval_ms / 1000,
+            generation_seconds=perf.t_eval_ms / 1000,
+        )
 
     async def _structured(
         self, messages: list[Message], settings: ModelSettings, schema: dict[str, Any]

@@ -88,18 +88,7 @@ class OpenAIModel:
 
         settings = settings or ModelSettings()
         schema = settings.response_schema
-        native = self._tool_mode == "native" and bool(tools) and schema is None
-        if schema is not None:
-            chat: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
-        else:
-            chat = _to_openai(messages) if native else to_plain_chat(messages, tools)
-        extra: dict[str, Any] = {"tools": [t.to_openai() for t in tools]} if native else {}
-        if schema is not None:
-            extra["response_format"] = (
-                {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
-                if self._structured == "json_schema"
-                else {"type": "json_object", "schema": schema}
-            )
+        chat, extra = self._request(messages, tools, schema)
         start = time.perf_counter()
         try:
             # One client per call: a client outliving its event loop leaks its sockets, and
@@ -127,7 +116,30 @@ class OpenAIModel:
             raise ModelUnavailable(
                 f"{self._base_url} answered {e.status_code}: {e.message}"
             ) from None
-        seconds = time.perf_counter() - start
+        return self._response(out, schema, time.perf_counter() - start)
+
+    def _request(
+        self, messages: list[Message], tools: list[ToolSpec], schema: dict[str, Any] | None
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """The messages to send and the extra arguments of the request: the tools when
+        they go natively, the response format when a schema is asked for."""
+        native = self._tool_mode == "native" and bool(tools) and schema is None
+        if schema is not None:
+            chat: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
+        else:
+            chat = _to_openai(messages) if native else to_plain_chat(messages, tools)
+        extra: dict[str, Any] = {"tools": [t.to_openai() for t in tools]} if native else {}
+        if schema is not None:
+            extra["response_format"] = (
+                {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+                if self._structured == "json_schema"
+                else {"type": "json_object", "schema": schema}
+            )
+        return chat, extra
+
+    def _response(self, out: Any, schema: dict[str, Any] | None, seconds: float) -> ModelResponse:
+        """The server's completion `out` as a `ModelResponse`: the text as is under a
+        schema, else its calls (structured or written as text); with its usage."""
         choice = out.choices[0].message
         if schema is not None:
             response = ModelResponse(text=choice.content or "", raw=choice.content or "")

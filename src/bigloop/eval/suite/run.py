@@ -30,7 +30,7 @@ from bigloop.atoms.models.prompts import render_call_reply
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
 from bigloop.loop import Loop
-from bigloop.trace.records import Step
+from bigloop.trace.records import RunResult, Step
 from bigloop.trace.store import TraceStore
 
 from .catalog import assignment
@@ -170,56 +170,61 @@ async def run_tasks(
             start = time.perf_counter()
             run = await loop.run(task.text)
             seconds = time.perf_counter() - start
-            outcome = Outcome.of(run)
-            passed, why = task.check(outcome)
-            result = Result(
-                id=task.id,
-                category=task.category,
-                split=side.get(task.id, "extra"),
-                passed=passed,
-                why=why,
-                status=run.status,
-                answer=run.answer,
-                question=run.question,
-                asked=outcome.asked,
-                seconds=round(seconds, 3),
-                model_turns=sum(s.kind == "model" for s in run.steps),
-                answered_by=[
-                    str(s.input.get("answered_by") or s.name)
-                    for s in run.steps
-                    if s.kind == "model" and isinstance(s.input, dict)
-                ],
-                tool_calls=len(outcome.tools_called),
-                tools_called=list(outcome.tools_called),
-                prompt_tokens=run.usage.prompt_tokens,
-                completion_tokens=run.usage.completion_tokens,
-                model_seconds=round(run.usage.seconds, 3),
-                floor_seconds=round(run.usage.floor_seconds, 3),
-                prompt_evaluated=run.usage.prompt_evaluated,
-                runaway=run.usage.runaway,
-                generated=[
-                    [s.completion_tokens, needed_tokens(model, s)]
-                    for s in run.steps
-                    if s.kind == "model"
-                ],
-                error=run.error,
-                trace=[
-                    [
-                        s.kind,
-                        s.name,
-                        s.input if s.kind != "model" else None,
-                        str(s.output)[:300],
-                        s.error,
-                    ]
-                    for s in run.steps
-                ],
-            )
+            result = _task_result(model, task, run, seconds, split=side.get(task.id, "extra"))
             with out_path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(asdict(result), ensure_ascii=False) + "\n")
             done[task.id] = result
             if on_result:
                 on_result(result)
     return [done[t.id] for t in tasks]
+
+
+def _task_result(
+    model: ChatModel, task: Task, run: RunResult, seconds: float, *, split: str
+) -> Result:
+    """`task`'s run, checked, as the row the results file records."""
+    outcome = Outcome.of(run)
+    passed, why = task.check(outcome)
+    return Result(
+        id=task.id,
+        category=task.category,
+        split=split,
+        passed=passed,
+        why=why,
+        status=run.status,
+        answer=run.answer,
+        question=run.question,
+        asked=outcome.asked,
+        seconds=round(seconds, 3),
+        model_turns=sum(s.kind == "model" for s in run.steps),
+        answered_by=[
+            str(s.input.get("answered_by") or s.name)
+            for s in run.steps
+            if s.kind == "model" and isinstance(s.input, dict)
+        ],
+        tool_calls=len(outcome.tools_called),
+        tools_called=list(outcome.tools_called),
+        prompt_tokens=run.usage.prompt_tokens,
+        completion_tokens=run.usage.completion_tokens,
+        model_seconds=round(run.usage.seconds, 3),
+        floor_seconds=round(run.usage.floor_seconds, 3),
+        prompt_evaluated=run.usage.prompt_evaluated,
+        runaway=run.usage.runaway,
+        generated=[
+            [s.completion_tokens, needed_tokens(model, s)] for s in run.steps if s.kind == "model"
+        ],
+        error=run.error,
+        trace=_trace_rows(run.steps),
+    )
+
+
+def _trace_rows(steps: list[Step]) -> list[list[object]]:
+    """[kind, name, input (none for a model turn), output cut to 300 characters, error]
+    per step: enough to read a failure from the results file."""
+    return [
+        [s.kind, s.name, s.input if s.kind != "model" else None, str(s.output)[:300], s.error]
+        for s in steps
+    ]
 
 
 def needed_tokens(model: ChatModel, step: Step) -> int:
