@@ -176,3 +176,11 @@ def test_the_python_flag_is_stored_with_the_run(tmp_path: Path) -> None:
         assert store.run(json.loads(out.stdout)["run_id"]).config["python"] is True
     finally:
         store.close()
+
+
+def test_policies_lists_every_name_off_takes(tmp_path: Path) -> None:
+    from bigloop.parts import NAMES
+
+    listed = bigloop("policies", "--json", home=tmp_path)
+    assert listed.returncode == 0
+    assert [row["name"] for row in json.loads(listed.stdout)] == list(NAMES)
