@@ -54,7 +54,9 @@ def long_run(store: TraceStore, steps: int = 1000) -> str:
 
 
 def main() -> None:
-    from bigloop.ui import browser, running
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import browser
+    from bigloop.ui import running
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1000)

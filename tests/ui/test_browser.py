@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bench import browser
 from bench.ui_load import long_run
 
 from bigloop import TraceStore
-from bigloop.ui import browser, running
+from bigloop.ui import running
 from tests.ui.runs import XSS, add_live_step, graph_run, react_run, start_live_run
 
 pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))
