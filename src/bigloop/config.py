@@ -30,7 +30,7 @@ import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -39,8 +39,7 @@ from bigloop.atoms.models.base import ChatModel
 from bigloop.atoms.models.prompts import DEMOS_HEADER
 from bigloop.atoms.tool import Tool
 from bigloop.parts import NAMES, ClarifyWhen
-
-Planner = Literal["react", "graph", "search", "auto"]
+from bigloop.parts import PlannerName as Planner
 
 
 class DemoCall(BaseModel):

@@ -17,25 +17,18 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from bigloop._errors import BudgetExceeded, InputRequired, RunFailure, UserError
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCall, ToolSpec
 from bigloop.atoms.models.prompts import USER_ANSWERED
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
-from bigloop.parts import NAMES, Policies
-from bigloop.planners.auto import AutoPlanner
-from bigloop.planners.graph import GraphPlanner
-from bigloop.planners.react import ReactPlanner
-from bigloop.planners.search import SearchPlanner
+from bigloop.parts import NAMES, PlannerName, Policies
 from bigloop.policies import (
     AnswerCheck,
     CallCheck,
     ToolSelector,
-    default_answer_checks,
-    default_checks,
-    default_selectors,
     with_approval,
 )
 from bigloop.policies.approval import Approver, approve_all, says_yes
@@ -47,7 +40,6 @@ from bigloop.trace.records import Question, RunResult, RunStatus, Step, failure_
 from bigloop.trace.store import TraceStore
 
 OnStep = Callable[[Step], None]
-PlannerName = Literal["react", "graph", "search", "auto"]
 SWITCHABLE = NAMES
 """The policies `LoopConfig.off` can switch off (`bigloop.parts.PARTS`;
 "approve_irreversible": every irreversible call is then made without asking)."""
@@ -129,7 +121,7 @@ class Loop:
         self.store = store
         self.config = config
         self.planner = _planner(planner)
-        self.checks = list(checks) if checks is not None else default_checks()
+        self.checks = list(checks) if checks is not None else list(_DEFAULTS.checks)
         if clarify is not None:
             self.checks.append(clarify)
         self.checks = with_approval(self.checks, approve)
@@ -140,9 +132,9 @@ class Loop:
         elif registry is not None:
             self.selectors = [RegistrySearch(registry, k=top_k or 5)]
         else:
-            self.selectors = default_selectors(top_k)
+            self.selectors = Policies.build(clarify="off", top_k=top_k).selectors
         self.answer_checks = (
-            list(answer_checks) if answer_checks is not None else default_answer_checks()
+            list(answer_checks) if answer_checks is not None else list(_DEFAULTS.answer_checks)
         )
         self.ask = ask
 
@@ -463,15 +455,14 @@ def _with_system(system: str | None, history: list[Message]) -> list[Message]:
 def _planner(planner: PlannerName | Planner) -> Planner:
     if not isinstance(planner, str):
         return planner
-    named: dict[str, Callable[[], Planner]] = {
-        "react": ReactPlanner,
-        "graph": GraphPlanner,
-        "search": SearchPlanner,
-        "auto": AutoPlanner,
-    }
-    if planner not in named:
+    if planner not in get_args(PlannerName):
         raise UserError(
             f"Unknown planner {planner!r}; use react, graph, search or auto "
             "(or pass a planner object)."
         )
-    return named[planner]()
+    return _DEFAULTS.planner(planner)
+
+
+_DEFAULTS = Policies.build(clarify="off")
+"""A `Loop()`'s policies: the registry's, without clarifying questions (a program asks
+for them with `clarify=`; `Loop.from_config(LoopConfig())` has `bigloop run`'s)."""

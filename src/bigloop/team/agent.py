@@ -25,7 +25,8 @@ from bigloop._errors import UserError
 from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec
 from bigloop.atoms.tool import EFFECTS, Effect, Tool
-from bigloop.loop import Loop, PlannerName
+from bigloop.loop import Loop
+from bigloop.parts import PlannerName
 from bigloop.policies import default_selectors
 from bigloop.policies.clarify import Clarify
 from bigloop.runtime.context import Budget, Planner, RunContext
