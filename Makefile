@@ -19,8 +19,8 @@ run: setup
 	@$(BIN)/bigloop run "$(TASK)"
 
 lint: setup
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src packages tests bench
+	$(BIN)/ruff format --check src packages tests bench
 	$(BIN)/lint-imports --no-cache
 
 typecheck: setup

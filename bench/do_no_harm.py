@@ -37,10 +37,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolCall, ToolSpec
-from bigloop.atoms.models.function import FunctionModel
-from bigloop.config import LoopConfig
-from bigloop.eval.bfcl_multi import (
+from bigloop_eval.bfcl_multi import (
     MORE_FUNCTIONS,
     MultiCase,
     Simulation,
@@ -48,6 +45,10 @@ from bigloop.eval.bfcl_multi import (
     load_multi_cases,
     score_multi,
 )
+
+from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolCall, ToolSpec
+from bigloop.atoms.models.function import FunctionModel
+from bigloop.config import LoopConfig
 from bigloop.loop import Loop
 
 RESULTS = Path(__file__).parent / "results" / "do_no_harm"

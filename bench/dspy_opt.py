@@ -6,7 +6,7 @@ bigloop's own optimizer uses.
 
 Splits, in the category file's order: test = cases [0, test) (test <= 100), train =
 [100, 100 + train), dev = [100 + train, 100 + train + dev). Cases are read with bigloop's
-loaders and scored with BFCL's checker as bigloop scores them (`bigloop.eval.bfcl_score`).
+loaders and scored with BFCL's checker as bigloop scores them (`bigloop_eval.bfcl_score`).
 
 `llama_cpp.server` is started on a free loopback port with the embedded model (as
 `bench/peers.py` starts it), and a scoring endpoint on loopback (POST {"id", "calls"} ->
@@ -43,12 +43,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.peers import HarnessError, model_server, pin
+from bigloop_eval.bfcl_data import SINGLE_TURN, Case
+from bigloop_eval.bfcl_run import load_any
+from bigloop_eval.bfcl_score import score
 
 from bigloop import UserError
 from bigloop.atoms.models.weights import DEFAULT_MODEL_FILE
-from bigloop.eval.bfcl_data import SINGLE_TURN, Case
-from bigloop.eval.bfcl_run import load_any
-from bigloop.eval.bfcl_score import score
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "dspy"
@@ -429,7 +429,7 @@ def _module(args: argparse.Namespace) -> str:
 
 NOTES = [
     "Test accuracy: the test cases whose calls BFCL's checker accepts (scored here, with "
-    "`bigloop.eval.bfcl_score`), over all test cases; a case not run counts as failed. "
+    "`bigloop_eval.bfcl_score`), over all test cases; a case not run counts as failed. "
     "LM calls: chat completions the model server answered, counted by a proxy in DSPy's "
     "process (DSPy's in-memory cache answers repeated prompts without a call; its disk "
     "cache is off); optimizing includes instruction proposals and GEPA's reflection. "

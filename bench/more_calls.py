@@ -16,10 +16,11 @@ import json
 import time
 from pathlib import Path
 
+from bigloop_eval.bfcl_data import load_cases
+from bigloop_eval.bfcl_score import score
+
 from bigloop import LocalModel
 from bigloop.atoms.models.base import Message, ModelSettings
-from bigloop.eval.bfcl_data import load_cases
-from bigloop.eval.bfcl_score import score
 from bigloop.policies.more_calls import MoreCalls, refusal
 
 OUT = Path(__file__).parent / "results" / "bfcl_more_calls"

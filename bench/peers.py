@@ -19,7 +19,7 @@ user, so they fail the missing_value tasks by construction; the table also shows
 accuracy without them.
 
 One JSON Lines file per framework and server (`<framework>-<server>.jsonl`, rows as
-`bigloop.eval.suite.Result`) and `bigloop-inprocess.jsonl` are written under --out; a rerun skips
+`bigloop_eval.suite.Result`) and `bigloop-inprocess.jsonl` are written under --out; a rerun skips
 the task ids already in them. The table goes to `<out>/latest.md`, logs to `<out>/logs/`.
 """
 
@@ -49,9 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bigloop import FunctionModel, Message, OpenAIModel, Tool, ToolCall, ToolSpec, UserError
-from bigloop.atoms.models.weights import DEFAULT_MODEL_FILE
-from bigloop.eval.suite import (
+from bigloop_eval.suite import (
     CATEGORIES,
     LoopConfig,
     Result,
@@ -64,7 +62,10 @@ from bigloop.eval.suite import (
     split,
     summarize,
 )
-from bigloop.eval.suite.checks import Outcome
+from bigloop_eval.suite.checks import Outcome
+
+from bigloop import FunctionModel, Message, OpenAIModel, Tool, ToolCall, ToolSpec, UserError
+from bigloop.atoms.models.weights import DEFAULT_MODEL_FILE
 from bigloop.runtime.call import call_tool
 
 ROOT = Path(__file__).resolve().parents[1]

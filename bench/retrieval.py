@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bigloop_eval.bfcl_data import function_cards, load_cases
 
 from bigloop.atoms.card import AtomCard
-from bigloop.eval.bfcl_data import function_cards, load_cases
 from bigloop.registry import Registry, card_text
 
 RESULTS = Path(__file__).parent / "results"

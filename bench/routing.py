@@ -35,10 +35,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bigloop_eval.bfcl_data import load_cases
+from bigloop_eval.bfcl_single import run_case
+
 from bigloop import LocalModel
 from bigloop.atoms.models.spec import ModelSpec
-from bigloop.eval.bfcl_data import load_cases
-from bigloop.eval.bfcl_single import run_case
 from bigloop.routing.cascade import CascadeModel, calls_are_valid, grounded_reply
 
 RESULTS = Path(__file__).parent / "results"

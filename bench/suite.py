@@ -22,8 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bigloop import UserError
-from bigloop.eval.suite import (
+from bigloop_eval.suite import (
     CATEGORIES,
     LoopConfig,
     Result,
@@ -33,6 +32,8 @@ from bigloop.eval.suite import (
     split,
     summarize,
 )
+
+from bigloop import UserError
 
 RESULTS = Path(__file__).parent / "results" / "suite"
 

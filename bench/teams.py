@@ -51,6 +51,11 @@ from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bigloop_eval.bfcl_data import Case, load_cases
+from bigloop_eval.bfcl_score import score
+from bigloop_eval.suite import Task, Workspace, split
+from bigloop_eval.suite.checks import Outcome
+
 from bigloop import (
     Adapter,
     Agent,
@@ -69,10 +74,6 @@ from bigloop import (
     TraceStore,
     UserError,
 )
-from bigloop.eval.bfcl_data import Case, load_cases
-from bigloop.eval.bfcl_score import score
-from bigloop.eval.suite import Task, Workspace, split
-from bigloop.eval.suite.checks import Outcome
 from bigloop.runtime.call import call_key
 from bigloop.team import normalize
 

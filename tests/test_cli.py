@@ -184,3 +184,17 @@ def test_policies_lists_every_name_off_takes(tmp_path: Path) -> None:
     listed = bigloop("policies", "--json", home=tmp_path)
     assert listed.returncode == 0
     assert [row["name"] for row in json.loads(listed.stdout)] == list(NAMES)
+
+
+def test_the_benchmark_commands_say_how_to_install_their_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from bigloop import UserError
+    from bigloop.cli.options import need_benchmarks
+
+    need_benchmarks()  # installed here (make setup)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(UserError, match="pip install bigloop-eval"):
+        need_benchmarks()

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from bigloop.eval.bfcl_data import Case, load_cases
+from bigloop_eval.bfcl_data import Case, load_cases
 
 ROOT = Path(__file__).parents[2]
 DSPY_PYTHON = ROOT / ".venv-dspy" / "bin" / "python"

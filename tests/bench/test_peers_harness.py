@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from bigloop_eval.suite import Workspace, load_results, split
 
 from bench import peers
 from bigloop import FunctionModel, Message, ToolSpec
-from bigloop.eval.suite import Workspace, load_results, split
 from bigloop.protocols.openai_server import create_app
 from tests import loopback
 

@@ -3,8 +3,7 @@ dates in several forms, set match, asking, answering without tools."""
 
 from __future__ import annotations
 
-from bigloop import RunResult, Step
-from bigloop.eval.suite.checks import (
+from bigloop_eval.suite.checks import (
     AllOf,
     Asked,
     NoTool,
@@ -16,6 +15,8 @@ from bigloop.eval.suite.checks import (
     numbers,
     text,
 )
+
+from bigloop import RunResult, Step
 
 
 def ok(answer: str, *tools: str) -> Outcome:

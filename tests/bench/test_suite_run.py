@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bigloop_eval.suite import LoopConfig, Task, load_results, markdown, run_suite, summarize
+from bigloop_eval.suite.checks import Asked, number
+from bigloop_eval.suite.task import DEFAULT
 
 from bigloop import FunctionModel, Message, ToolSpec, UserError
-from bigloop.eval.suite import LoopConfig, Task, load_results, markdown, run_suite, summarize
-from bigloop.eval.suite.checks import Asked, number
-from bigloop.eval.suite.task import DEFAULT
 
 TASKS = [
     Task(

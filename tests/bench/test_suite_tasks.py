@@ -9,10 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from bigloop.eval.suite import CATEGORIES, Outcome, Task, Toolbox, Workspace, assignment, split
-from bigloop.eval.suite.data import shop, tree
-from bigloop.eval.suite.tasks import TASKS
+from bigloop_eval.suite import CATEGORIES, Outcome, Task, Toolbox, Workspace, assignment, split
+from bigloop_eval.suite.data import shop, tree
+from bigloop_eval.suite.tasks import TASKS
 
 PREFIX = {
     "arithmetic": "arith",

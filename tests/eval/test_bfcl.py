@@ -5,11 +5,11 @@ import json
 from pathlib import Path
 
 import pytest
+from bigloop_eval.bfcl import run_category
+from bigloop_eval.bfcl_data import load_cases
+from bigloop_eval.bfcl_results import load_results, summarize
 
 from bigloop import FunctionModel, Message, ModelUnavailable, ScriptedModel, ToolSpec, UserError
-from bigloop.eval.bfcl import run_category
-from bigloop.eval.bfcl_data import load_cases
-from bigloop.eval.bfcl_results import load_results, summarize
 
 
 def test_garbage_and_failing_models_fail_the_case_not_the_run(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import pytest
+from bigloop_eval.bfcl_data import data_dir, load_cases, read_jsonl, to_json_schema
 
 from bigloop import UserError
-from bigloop.eval.bfcl_data import data_dir, load_cases, read_jsonl, to_json_schema
 
 
 def test_bfcl_types_become_json_schema() -> None:

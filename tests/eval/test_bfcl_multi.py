@@ -5,9 +5,10 @@ import asyncio
 import json
 from typing import Any
 
+from bigloop_eval.bfcl_data import to_json_schema
+from bigloop_eval.bfcl_multi import call_string, load_multi_cases, run_multi_case
+
 from bigloop import FunctionModel, Message, ToolSpec
-from bigloop.eval.bfcl_data import to_json_schema
-from bigloop.eval.bfcl_multi import call_string, load_multi_cases, run_multi_case
 
 
 def parse_call(text: str, tools: list[ToolSpec]) -> dict[str, Any]:

@@ -6,11 +6,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from bigloop_eval.bfcl import run_category
+from bigloop_eval.bfcl_data import load_cases
+from bigloop_eval.bfcl_results import Mode, summarize
 
 from bigloop import LocalModel
-from bigloop.eval.bfcl import run_category
-from bigloop.eval.bfcl_data import load_cases
-from bigloop.eval.bfcl_results import Mode, summarize
 
 pytestmark = pytest.mark.real
 

@@ -4,7 +4,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from bigloop.eval.bfcl_results import CaseResult, load_results, results_path, summarize
+from bigloop_eval.bfcl_results import CaseResult, load_results, results_path, summarize
 
 
 def result(id: str, *, valid: bool, repairs: int = 0, seconds: float = 1.0) -> CaseResult:

@@ -4,10 +4,10 @@ import asyncio
 import json
 
 import pytest
+from bigloop_eval.bfcl_multi import MultiCase
+from bigloop_eval.bfcl_run import load_any, run_one
 
 from bigloop import ScriptedModel, UserError
-from bigloop.eval.bfcl_multi import MultiCase
-from bigloop.eval.bfcl_run import load_any, run_one
 
 
 def test_cases_of_any_category_load_and_run() -> None:

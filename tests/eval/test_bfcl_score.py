@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from bigloop.eval.bfcl_data import load_cases
-from bigloop.eval.bfcl_score import score
+from bigloop_eval.bfcl_data import load_cases
+from bigloop_eval.bfcl_score import score
 
 
 def test_scoring_uses_bfcl_checker() -> None:

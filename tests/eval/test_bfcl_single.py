@@ -7,10 +7,10 @@ import dataclasses
 import json
 
 import pytest
+from bigloop_eval.bfcl_data import load_cases
+from bigloop_eval.bfcl_single import run_case
 
 from bigloop import FunctionModel, Message, ScriptedModel, ToolSpec, UserError
-from bigloop.eval.bfcl_data import load_cases
-from bigloop.eval.bfcl_single import run_case
 
 TRIANGLE = "calculate_triangle_area"
 

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bigloop_eval.bfcl import run_category
+from bigloop_eval.bfcl_data import load_cases
 
 from bigloop.atoms.models.spec import ModelSpec
-from bigloop.eval.bfcl import run_category
-from bigloop.eval.bfcl_data import load_cases
 from tests.loopback import free_port
 
 pytestmark = pytest.mark.real
@@ -66,9 +66,10 @@ def test_ray_results_match_single_process(cluster: str, tmp_path: Path) -> None:
 
 def test_the_optimizers_evaluations_fan_out_over_ray(cluster: str, tmp_path: Path) -> None:
     """`bigloop optimize --ray`: a config's evaluations on Ray workers score as here."""
+    from bigloop_eval.benches import build_bench
+    from bigloop_eval.distributed import RayBenchRunner
+
     from bigloop.config import LoopConfig
-    from bigloop.eval.benches import build_bench
-    from bigloop.eval.distributed import RayBenchRunner
     from bigloop.optimize.evaluate import Evaluator
     from bigloop.trace.store import TraceStore
 

@@ -7,14 +7,14 @@ import ast
 import graphlib
 from pathlib import Path
 
-import bigloop.eval
+import bigloop_eval
 
-PACKAGE = "bigloop.eval"
-FOLDER = Path(bigloop.eval.__file__).parent
+PACKAGE = "bigloop_eval"
+FOLDER = Path(bigloop_eval.__file__).parent
 
 
 def imports(path: Path) -> list[tuple[str, list[str]]]:
-    """Every `bigloop.eval` module `path` imports, anywhere in it, with the names taken."""
+    """Every `bigloop_eval` module `path` imports, anywhere in it, with the names taken."""
     found: list[tuple[str, list[str]]] = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:

@@ -10,13 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
+from bigloop_eval.benches import BfclBench
+from bigloop_eval.bfcl_data import Case, load_cases
+from bigloop_eval.bfcl_score import score
+from bigloop_eval.bfcl_variants import number_variant
 
 from bigloop import FunctionModel, Message, ToolSpec, UserError
 from bigloop.config import Demo, DemoCall, LoopConfig
-from bigloop.eval.benches import BfclBench
-from bigloop.eval.bfcl_data import Case, load_cases
-from bigloop.eval.bfcl_score import score
-from bigloop.eval.bfcl_variants import number_variant
 from bigloop.optimize.bench import Example, Outcome, Split
 from bigloop.optimize.data import MakesVariants, cluster_failures, evolve, signature
 from bigloop.optimize.evaluate import Evaluator

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bigloop_eval.benches import BfclBench
+from bigloop_eval.bfcl_data import load_cases
 
 from bigloop import FunctionModel, Message, ToolSpec, UserError
 from bigloop.config import Demo, DemoCall, LoopConfig
-from bigloop.eval.benches import BfclBench
-from bigloop.eval.bfcl_data import load_cases
 from bigloop.optimize import demos, search
 from bigloop.optimize.bench import Example, Outcome, Split
 from bigloop.optimize.diff import config_diff
@@ -281,8 +281,9 @@ def test_bfcl_bench_refuses_splits_the_category_cannot_hold(tmp_path: Path) -> N
 def test_the_optimized_config_reaches_the_model(tmp_path: Path) -> None:
     """Demonstrations and instructions are in the system prompt the model gets, tool docs
     replace the tool's description, in a loop built from the config file."""
+    from bigloop_eval.suite.run import build_loop
+
     from bigloop import Loop
-    from bigloop.eval.suite.run import build_loop
 
     seen: list[Any] = []
 
@@ -533,7 +534,8 @@ def test_the_optimizer_merges_two_complementary_proposals_when_dev_rises(
 
 
 def test_a_strong_model_is_a_knob_of_the_policy_search(tmp_path: Path) -> None:
-    from bigloop.eval.benches import build_bench
+    from bigloop_eval.benches import build_bench
+
     from bigloop.routing.cascade import CascadeModel
 
     strong = tmp_path / "strong.gguf"

@@ -9,10 +9,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from bigloop_eval.benches import BfclBench
 
 from bigloop import LocalModel
 from bigloop.config import LoopConfig
-from bigloop.eval.benches import BfclBench
 from bigloop.optimize.evaluate import Evaluator
 from bigloop.optimize.instructions import propose, reflection_prompt
 from bigloop.optimize.optimizer import Optimizer

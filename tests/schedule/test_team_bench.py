@@ -8,9 +8,10 @@ import asyncio
 import json
 from pathlib import Path
 
+from bigloop_eval.suite import split
+
 from bench import teams
 from bigloop import FunctionModel, Message, ModelSettings, ToolSpec, TraceStore
-from bigloop.eval.suite import split
 
 
 def scripted(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> str:

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bench import browser
 from bench.ui_load import long_run
 
+from bench import browser
 from bigloop import TraceStore
 from bigloop.ui import running
 from tests.ui.runs import XSS, add_live_step, graph_run, react_run, start_live_run

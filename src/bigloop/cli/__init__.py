@@ -14,14 +14,21 @@ import typer
 
 from bigloop import report
 from bigloop.cli.optimize import optimize_app
-from bigloop.cli.options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TraceDbOpt
+from bigloop.cli.options import (
+    BaseUrlOpt,
+    McpOpt,
+    ModelOpt,
+    OffOpt,
+    TraceDbOpt,
+    need_benchmarks,
+)
 from bigloop.cli.serve import serve_app
 
 if TYPE_CHECKING:
+    from bigloop_eval.bfcl_results import CaseResult
     from rich.progress import Progress, TaskID
 
     from bigloop.config import LoopConfig
-    from bigloop.eval.bfcl_results import CaseResult
     from bigloop.loop import Loop
     from bigloop.trace.otel import OtelHook
     from bigloop.trace.records import RunResult, Step
@@ -462,7 +469,8 @@ def tools_build(
     """Build a registry of the built-in tools (and BFCL's functions) and save it."""
     registry = _registry(None)
     if bfcl:
-        from bigloop.eval.bfcl_data import function_cards
+        need_benchmarks()
+        from bigloop_eval.bfcl_data import function_cards
 
         registry.add_cards(function_cards(multi_turn=True))
     registry.build(dense=dense, progress=True)
@@ -533,7 +541,8 @@ def eval_bfcl(
     """Score raw model vs loop on BFCL with BFCL's own checker. Resumable: rerun to continue."""
     import asyncio
 
-    from bigloop.eval.bfcl import Mode, load_any, results_path, run_category, summarize
+    need_benchmarks()
+    from bigloop_eval.bfcl import Mode, load_any, results_path, run_category, summarize
 
     _check_modes(mode)
     from bigloop.atoms.models.spec import ModelSpec

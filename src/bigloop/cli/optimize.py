@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from bigloop import report
+from bigloop.cli.options import need_benchmarks
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -127,8 +128,10 @@ def optimize(
     """
     if ctx.invoked_subcommand is not None:
         return
+    need_benchmarks()
+    from bigloop_eval.benches import SuiteBench, build_bench
+
     from bigloop.atoms.models.spec import ModelSpec
-    from bigloop.eval.benches import SuiteBench, build_bench
     from bigloop.optimize.evaluate import Evaluator
     from bigloop.optimize.optimizer import Optimizer
     from bigloop.trace.store import TraceStore
@@ -146,7 +149,7 @@ def optimize(
     chosen: Any = build_bench(described, loop_model, store)
     runner = None
     if ray_address:
-        from bigloop.eval.distributed import RayBenchRunner
+        from bigloop_eval.distributed import RayBenchRunner
 
         runner = RayBenchRunner(ray_address, spec, described, workers)
     console = report.make_console(stderr=True)

@@ -46,3 +46,22 @@ OffOpt = Annotated[
         "(repeatable; a wrong name lists them all; `bigloop policies` lists them).",
     ),
 ]
+
+
+def need_benchmarks() -> None:
+    """Make sure the benchmark package is installed (`bigloop eval`, `bigloop optimize`,
+    `bigloop tools build --bfcl`): it is a sibling of the framework, not part of it.
+
+    Raises:
+        UserError: it is not installed; the message says how to install it.
+    """
+    import importlib.util
+
+    from bigloop._errors import UserError
+
+    if importlib.util.find_spec("bigloop_eval") is None:
+        raise UserError(
+            "This command runs bigloop's benchmarks, which are a separate package: "
+            "pip install bigloop-eval (in a checkout: pip install -e packages/bigloop-eval; "
+            "`make setup` does it)."
+        )

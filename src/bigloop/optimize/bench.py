@@ -3,7 +3,7 @@ a way to run a `LoopConfig` on one example and score it — and the `Outcome` of
 with the feedback the trace gave (a critique in words, the demonstration a successful
 run makes, the tool mistakes).
 
-The benches themselves (BFCL, the task suite) live in `bigloop.eval.benches`; this layer
+The benches themselves (BFCL, the task suite) live in `bigloop_eval.benches`; this layer
 only knows the protocol, so the optimizers never depend on a benchmark.
 """
 

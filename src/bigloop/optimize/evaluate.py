@@ -17,7 +17,7 @@ from bigloop.optimize.bench import Bench, Example, Mistake, Outcome
 
 BatchRunner = Callable[[LoopConfig, list[Example]], Awaitable[list[Outcome]]]
 """Runs a config on several examples at once (e.g. on a Ray cluster,
-`bigloop.eval.distributed.RayBenchRunner`), returning their outcomes in order."""
+`bigloop_eval.distributed.RayBenchRunner`), returning their outcomes in order."""
 
 
 def fingerprint(config: LoopConfig) -> str:

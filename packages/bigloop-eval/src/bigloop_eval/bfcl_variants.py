@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from bigloop.eval.bfcl_data import Case
+from bigloop_eval.bfcl_data import Case
 
 
 def number_variant(case: Case, rng: random.Random, new_id: str) -> Case | None:

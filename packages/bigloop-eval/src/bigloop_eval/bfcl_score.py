@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bigloop.eval.bfcl_data import Case
+from bigloop_eval.bfcl_data import Case
 
 MODEL_NAME = "bigloop"
 

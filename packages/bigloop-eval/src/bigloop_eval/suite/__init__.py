@@ -5,7 +5,7 @@ check, computed expected answers, and a fixed dev/test split.
 **dev** is for tuning (read its failures, try levers, ablate); **test** is reported and
 never tuned on. See `catalog` for how the split is made.
 
-    from bigloop.eval.suite import LoopConfig, run_suite, split, summarize
+    from bigloop_eval.suite import LoopConfig, run_suite, split, summarize
     results = run_suite(model, split("test"), LoopConfig(), Path("out.jsonl"))
     print(summarize(results).accuracy)
 

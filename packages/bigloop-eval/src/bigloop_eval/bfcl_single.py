@@ -27,15 +27,15 @@ from bigloop.atoms.models.parse import parse_reply
 from bigloop.atoms.schema import schema_problems
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
-from bigloop.eval.bfcl_data import Case, function_cards
-from bigloop.eval.bfcl_results import RETRIEVE_K, SETTINGS, CaseResult, Mode
-from bigloop.eval.bfcl_score import score
 from bigloop.loop import Loop
 from bigloop.parts import Policies
 from bigloop.runtime.call import MODEL_MISTAKES, call_key
 from bigloop.runtime.context import Budget
 from bigloop.trace.records import RunResult
 from bigloop.trace.store import TraceStore
+from bigloop_eval.bfcl_data import Case, function_cards
+from bigloop_eval.bfcl_results import RETRIEVE_K, SETTINGS, CaseResult, Mode
+from bigloop_eval.bfcl_score import score
 
 Calls = list[tuple[str, Any]]
 

@@ -15,10 +15,10 @@ from typing import Any
 from bigloop._errors import UserError
 from bigloop.atoms.models.spec import ModelSpec
 from bigloop.config import LoopConfig
-from bigloop.eval.benches import build_bench
-from bigloop.eval.bfcl_run import run_one
 from bigloop.optimize.bench import Example, Outcome
 from bigloop.optimize.evaluate import outcome_of, outcome_row
+from bigloop_eval.benches import build_bench
+from bigloop_eval.bfcl_run import run_one
 
 
 class _Worker:

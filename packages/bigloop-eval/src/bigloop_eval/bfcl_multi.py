@@ -25,12 +25,12 @@ from bigloop.atoms.models.base import ChatModel, Message, ToolSpec, Usage
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.parse import parse_reply
 from bigloop.atoms.tool import Tool
-from bigloop.eval.bfcl_data import MULTI_TURN, data_dir, read_jsonl, to_json_schema
-from bigloop.eval.bfcl_results import SETTINGS, CaseResult, Mode
-from bigloop.eval.bfcl_score import checker
 from bigloop.loop import Loop
 from bigloop.policies.clarify import Clarify
 from bigloop.runtime.context import Budget
+from bigloop_eval.bfcl_data import MULTI_TURN, data_dir, read_jsonl, to_json_schema
+from bigloop_eval.bfcl_results import SETTINGS, CaseResult, Mode
+from bigloop_eval.bfcl_score import checker
 
 STEPS_PER_TURN = 6
 TOP_K = 10  # loop mode offers the 10 functions most relevant to each turn's request

@@ -24,9 +24,9 @@ from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
 from bigloop.atoms.models.spec import ModelSpec
 from bigloop.config import LoopConfig
-from bigloop.eval.bfcl_results import CaseResult, Mode, load_results, results_path, summarize
-from bigloop.eval.bfcl_run import load_any, run_one
-from bigloop.eval.distributed import run_on_ray
+from bigloop_eval.bfcl_results import CaseResult, Mode, load_results, results_path, summarize
+from bigloop_eval.bfcl_run import load_any, run_one
+from bigloop_eval.distributed import run_on_ray
 
 __all__ = ["Mode", "load_any", "results_path", "run_category", "summarize"]
 

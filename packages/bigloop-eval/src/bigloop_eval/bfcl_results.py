@@ -1,6 +1,6 @@
 """BFCL results: one record per case, the JSON Lines files they are kept in, and the summary.
 
-Shared by every mode and category; it imports nothing else from `bigloop.eval`.
+Shared by every mode and category; it imports nothing else from `bigloop_eval`.
 """
 
 from __future__ import annotations

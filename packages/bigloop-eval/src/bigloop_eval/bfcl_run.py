@@ -9,10 +9,10 @@ from typing import Any
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
 from bigloop.config import LoopConfig
-from bigloop.eval.bfcl_data import MULTI_TURN, load_cases
-from bigloop.eval.bfcl_multi import load_multi_cases, run_multi_case
-from bigloop.eval.bfcl_results import CaseResult, Mode
-from bigloop.eval.bfcl_single import run_case
+from bigloop_eval.bfcl_data import MULTI_TURN, load_cases
+from bigloop_eval.bfcl_multi import load_multi_cases, run_multi_case
+from bigloop_eval.bfcl_results import CaseResult, Mode
+from bigloop_eval.bfcl_single import run_case
 
 
 def load_any(category: str, limit: int | None = None) -> list[Any]:

@@ -23,17 +23,17 @@ from typing import Any
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel, ToolSpec
 from bigloop.config import LoopConfig
-from bigloop.eval.bfcl_data import Case, load_cases
-from bigloop.eval.bfcl_score import score
-from bigloop.eval.bfcl_single import loop_run, made_calls
-from bigloop.eval.bfcl_variants import number_variant
-from bigloop.eval.suite import CATEGORIES, Task, Workspace, split
-from bigloop.eval.suite.checks import Outcome as SuiteOutcome
-from bigloop.eval.suite.run import build_loop
 from bigloop.optimize.bench import Example, Outcome, Split
 from bigloop.optimize.feedback import critique, demo_from, mistakes
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.store import TraceStore
+from bigloop_eval.bfcl_data import Case, load_cases
+from bigloop_eval.bfcl_score import score
+from bigloop_eval.bfcl_single import loop_run, made_calls
+from bigloop_eval.bfcl_variants import number_variant
+from bigloop_eval.suite import CATEGORIES, Task, Workspace, split
+from bigloop_eval.suite.checks import Outcome as SuiteOutcome
+from bigloop_eval.suite.run import build_loop
 
 TEST_BLOCK = 100
 """BFCL cases before this index are test cases whatever `test` is: train and dev start
