@@ -215,9 +215,15 @@ class Loop:
             self.store.start_run(ctx.run_id, task, self.model.name, self._run_config())
         return await self._drive(ctx, on_step)
 
-    def run_sync(self, task: str, *, on_step: OnStep | None = None) -> RunResult:
-        """`run` for code that is not async."""
-        return asyncio.run(self.run(task, on_step=on_step))
+    def run_sync(
+        self,
+        task: str,
+        *,
+        history: list[Message] | None = None,
+        on_step: OnStep | None = None,
+    ) -> RunResult:
+        """`run` for code that is not async (`history`: an earlier run's `messages`)."""
+        return asyncio.run(self.run(task, history=history, on_step=on_step))
 
     async def resume(
         self, run_id: str, *, answer: str | None = None, on_step: OnStep | None = None

@@ -176,7 +176,7 @@ def test_a_continuing_conversation_passes_right_calls_through_unchanged() -> Non
     fresh = Loop(ScriptedModel([go, answer("ok")]), [cd], clarify=Clarify())
     assert fresh.run_sync("Go into the docs.").tool_steps[0].refusal is not None
     loop = Loop(ScriptedModel([go, answer("ok")]), [cd], clarify=Clarify())
-    result = asyncio.run(loop.run("Now go into the docs.", history=earlier))
+    result = loop.run_sync("Now go into the docs.", history=earlier)
     assert [(s.input, s.error) for s in result.tool_steps] == [({"folder": "documents"}, None)]
     guess = call("rm", file_name="notes.txt")  # irreversible: the user must have said it
     gated = Loop(ScriptedModel([guess, answer("ok")]), [cd, rm], clarify=Clarify())
