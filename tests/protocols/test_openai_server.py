@@ -499,7 +499,7 @@ def test_serve_openai_builds_the_model_and_binds_loopback(
     assert (ran["host"], ran["port"]) == ("127.0.0.1", 8123)
     from starlette.testclient import TestClient
 
-    with TestClient(ran["app"]) as http:
+    with TestClient(ran["app"], base_url="http://127.0.0.1") as http:
         assert http.get("/v1/models").json()["data"][0]["id"] == "qwen"
 
 

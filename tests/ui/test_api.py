@@ -9,8 +9,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from bigloop import Loop, ScriptedModel, TraceStore, tool
+from bigloop.protocols.guard import allowed_hosts_for
 from bigloop.ui import create_app
-from bigloop.ui.server import STATIC, allowed_hosts_for
+from bigloop.ui.server import STATIC
 from tests.ui.runs import (
     XSS,
     add_live_step,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -45,9 +45,11 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from bigloop._errors import UserError
 from bigloop.loop import Loop, OnStep
+from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for
 from bigloop.protocols.threaded import http_url, in_thread
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.redact import Redactor
@@ -94,7 +96,12 @@ def agent_card(
 
 
 def create_app(
-    loop: Loop, *, url: str, name: str = "bigloop", description: str | None = None
+    loop: Loop,
+    *,
+    url: str,
+    name: str = "bigloop",
+    description: str | None = None,
+    allowed_hosts: Sequence[str] = LOOPBACK,
 ) -> Starlette:
     """An ASGI app serving `loop` as an A2A agent: the card at
     `/.well-known/agent-card.json`, JSON-RPC at `/`.
@@ -102,6 +109,8 @@ def create_app(
     Args:
         url: where clients reach the app (the card's interface URL), e.g.
             "http://127.0.0.1:9999/".
+        allowed_hosts: the host names requests may be addressed to (`Guard`: Host and
+            Origin checked, bodies capped).
 
     Raises:
         UserError: the loop has no trace store (a question's answer resumes the run from
@@ -123,7 +132,8 @@ def create_app(
         await handler.aclose()
 
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
-    return Starlette(routes=routes, lifespan=lifespan)
+    guard = Middleware(Guard, allowed_hosts=allowed_hosts)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[guard])
 
 
 class LoopExecutor(AgentExecutor):
@@ -274,7 +284,13 @@ def serve_a2a(
     if isinstance(loop.model, LocalModel):
         loop.model.llama()  # load the weights now, not during the first task
     shown = f"[{host}]" if ":" in host else host
-    app = create_app(loop, url=url or f"http://{shown}:{port}/", name=name, description=description)
+    app = create_app(
+        loop,
+        url=url or f"http://{shown}:{port}/",
+        name=name,
+        description=description,
+        allowed_hosts=allowed_hosts_for(host),
+    )
     uvicorn.run(app, host=host, port=port, log_level="info")
 
 

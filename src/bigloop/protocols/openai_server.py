@@ -47,11 +47,14 @@ from bigloop.atoms.models.local import call_schema
 from bigloop.atoms.models.parse import to_response
 from bigloop.atoms.models.prompts import ANSWER_NOW, to_plain_chat
 from bigloop.parts import PlannerRules, Policies
+from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for
 from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
 from bigloop.runtime.call import call_key
 
 
-def create_app(model: ChatModel, *, off: Sequence[str] = ()) -> FastAPI:
+def create_app(
+    model: ChatModel, *, off: Sequence[str] = (), allowed_hosts: Sequence[str] = LOOPBACK
+) -> FastAPI:
     """A FastAPI app serving `model` at `GET /v1/models` and `POST /v1/chat/completions`.
 
     Calls to the model are not serialized here: the embedded model serializes its own
@@ -60,9 +63,12 @@ def create_app(model: ChatModel, *, off: Sequence[str] = ()) -> FastAPI:
     Args:
         off: policies to switch off (`bigloop.parts`); the server applies the
             planner rules `more_calls` and `answer_from_results` to each reply.
+        allowed_hosts: the host names requests may be addressed to (`Guard`: Host and
+            Origin checked, bodies capped).
     """
     rules = Policies.build(off, clarify="off").rules
     app = FastAPI(title="bigloop", summary=f"{model.name}, OpenAI-compatible", version="1")
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts)
     started = int(time.time())
 
     @app.get("/v1/models")
@@ -176,6 +182,8 @@ async def _json_body(request: Request) -> Any:
         return json.loads(await request.body())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InvalidRequest(f"The body is not JSON: {e}.") from None
+    except RecursionError:
+        raise InvalidRequest("The body is JSON nested too deeply to read.") from None
 
 
 def _completion(response: ModelResponse, turn: ChatTurn, model_name: str) -> dict[str, Any]:
@@ -282,4 +290,5 @@ def serve_openai(
     model = ModelSpec(name=model_name, base_url=base_url).build()
     if isinstance(model, LocalModel):
         model.llama()  # load the weights now, not during the first request
-    uvicorn.run(create_app(model, off=off), host=host, port=port, log_level="info")
+    app = create_app(model, off=off, allowed_hosts=allowed_hosts_for(host))
+    uvicorn.run(app, host=host, port=port, log_level="info")

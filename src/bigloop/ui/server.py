@@ -35,12 +35,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bigloop._errors import UserError
+from bigloop.protocols.guard import LOOPBACK, allowed_hosts_for
 from bigloop.protocols.threaded import http_url, in_thread
 from bigloop.trace.store import TraceStore
 from bigloop.ui.views import conversation_view, plan_view, run_view, steps_view
 
 STATIC = Path(__file__).parent / "static"
-LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 _HEADERS = [
     (
         b"content-security-policy",
@@ -136,14 +136,6 @@ def _int(text: str | None, default: int) -> int:
         return max(0, int(text)) if text is not None else default
     except ValueError:
         return default
-
-
-def allowed_hosts_for(host: str) -> list[str]:
-    """The host names a server listening on `host` answers to: loopback names, `host`
-    itself, and any name when it listens on every interface."""
-    if host in ("0.0.0.0", "::", ""):
-        return ["*"]
-    return [*LOOPBACK, host]
 
 
 def serve(trace_db: Path | None = None, *, host: str = "127.0.0.1", port: int = 8765) -> None:
