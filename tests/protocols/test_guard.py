@@ -88,3 +88,61 @@ def test_the_a2a_server_refuses_other_hosts_and_origins(a2a_url: str) -> None:
 def test_allowed_hosts_follow_the_bound_address() -> None:
     assert allowed_hosts_for("0.0.0.0") == ["*"]
     assert "10.0.0.5" in allowed_hosts_for("10.0.0.5")
+
+
+def test_upstream_errors_are_redacted_and_empty_choices_are_a_clear_error() -> None:
+    from bigloop.atoms.models.openai_compat import OpenAIModel
+    from tests.loopback import serving
+
+    key = "sk-" + "a1b2c3d4" * 4
+
+    def upstream(_: str) -> object:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        async def chat(request: Request) -> JSONResponse:
+            body = await request.json()
+            said = body["messages"][-1]["content"]
+            if said == "empty":
+                return JSONResponse({"id": "x", "object": "chat.completion", "choices": []})
+            if said == "hi":
+                error = {"message": f"Incorrect API key provided: {key}", "type": "auth"}
+                return JSONResponse({"error": error}, status_code=401)
+            message = {"role": "assistant", "content": f"got {said}"}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            return JSONResponse(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [choice],
+                }
+            )
+
+        return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+    with serving(upstream) as up:
+        model = OpenAIModel("m", base_url=f"{up}v1", api_key="unused")
+        app = openai_server.create_app(model)
+        with (
+            loopback.serving(lambda _: app, lifespan="off") as url,
+            httpx.Client(base_url=url) as http,
+        ):
+            refused = http.post("v1/chat/completions", json=CHAT)
+            assert refused.status_code >= 400 and key not in refused.text
+            surrogate = {"model": "m", "messages": [{"role": "user", "content": "\ud800"}]}
+            relayed = http.post(
+                "v1/chat/completions",
+                content=json.dumps(surrogate),
+                headers={"Content-Type": "application/json"},
+            )
+            assert (
+                relayed.status_code == 200
+                and "\ufffd" in relayed.json()["choices"][0]["message"]["content"]
+            )
+            empty = {"model": "m", "messages": [{"role": "user", "content": "empty"}]}
+            answer = http.post("v1/chat/completions", json=empty)
+            assert answer.status_code == 503 and "no choices" in answer.text

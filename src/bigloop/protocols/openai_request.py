@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import Message, ModelSettings, Role, ToolCall, ToolSpec
+from bigloop.trace.records import valid_text
 
 _ROLES: dict[str, Role] = {
     "system": "system",
@@ -227,8 +228,10 @@ def _message(m: MessageIn, i: int) -> Message:
 
 
 def _text(content: str | list[ContentPart] | None, i: int) -> str:
+    """The message's text; a lone surrogate ("\\ud800", valid JSON but not text) becomes
+    U+FFFD, so that relaying it to another server cannot fail."""
     if content is None or isinstance(content, str):
-        return content or ""
+        return valid_text(content or "")
     texts = []
     for part in content:
         if part.type not in ("text", "input_text") or part.text is None:
@@ -237,7 +240,7 @@ def _text(content: str | list[ContentPart] | None, i: int) -> str:
                 f"messages[{i}].content",
             )
         texts.append(part.text)
-    return "\n".join(texts)
+    return valid_text("\n".join(texts))
 
 
 def _arguments(arguments: str | dict[str, Any] | None) -> Any:

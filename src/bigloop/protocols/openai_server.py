@@ -50,6 +50,7 @@ from bigloop.parts import PlannerRules, Policies
 from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for
 from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
 from bigloop.runtime.call import call_key
+from bigloop.trace.redact import Redactor
 
 
 def create_app(
@@ -257,9 +258,15 @@ def _cut(text: str, stop: list[str]) -> str:
     return text[: min(ends)] if ends else text
 
 
+_REDACT = Redactor()
+
+
 def _error(
     status: int, message: str, kind: str, param: str | None = None, code: str | None = None
 ) -> JSONResponse:
+    """An OpenAI-style error; its message redacted (an upstream server's error may echo
+    the key it was sent: "Incorrect API key provided: sk-…")."""
+    message = _REDACT.text(message)
     body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return JSONResponse(body, status_code=status)
 

@@ -140,6 +140,8 @@ class OpenAIModel:
     def _response(self, out: Any, schema: dict[str, Any] | None, seconds: float) -> ModelResponse:
         """The server's completion `out` as a `ModelResponse`: the text as is under a
         schema, else its calls (structured or written as text); with its usage."""
+        if not out.choices:
+            raise ModelUnavailable(f"{self.name}: the server answered with no choices.")
         choice = out.choices[0].message
         if schema is not None:
             response = ModelResponse(text=choice.content or "", raw=choice.content or "")
