@@ -198,3 +198,20 @@ def test_the_benchmark_commands_say_how_to_install_their_package(
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(UserError, match="pip install bigloop-eval"):
         need_benchmarks()
+
+
+def test_a_damaged_trace_db_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    from bigloop import TraceStore
+
+    db = tmp_path / "t.db"
+    store = TraceStore(db)
+    for i in range(200):
+        store.start_run(f"run{i:08d}", "x" * 400, "m", {})
+    store.close()
+    data = bytearray(db.read_bytes())
+    for at in range(4096 * 2, len(data), 4096):
+        data[at : at + 64] = b"\xff" * 64  # every page header after the first two
+    db.write_bytes(bytes(data))
+    listed = bigloop("trace", "list", "--trace-db", str(db), home=tmp_path)
+    assert listed.returncode == 2, listed.stderr
+    assert "Traceback" not in listed.stderr and "trace DB" in listed.stderr

@@ -55,6 +55,8 @@ OtlpOpt = Annotated[
 
 
 def main() -> None:
+    import sqlite3
+
     from rich.markup import escape
 
     from bigloop._errors import UserError
@@ -64,6 +66,14 @@ def main() -> None:
     except UserError as e:  # the message is text, not markup: `bigloop[ui]` stays as is
         report.make_console(stderr=True).print(
             f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True
+        )
+        sys.exit(2)
+    except sqlite3.DatabaseError as e:  # a damaged trace file, a full disk
+        report.make_console(stderr=True).print(
+            f"[bold red]error:[/] the trace DB could not be read or written ({escape(str(e))}). "
+            "Free some disk space, or move the file away (bigloop starts a new one) or "
+            "pass another --trace-db.",
+            soft_wrap=True,
         )
         sys.exit(2)
 
