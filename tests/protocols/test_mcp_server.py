@@ -248,3 +248,29 @@ def with_client(loop: Loop, body: Any, *, elicitation: Any = None) -> None:
             await body(client)
 
     anyio.run(main)
+
+
+def test_a_run_is_resumed_only_by_its_whole_id_and_only_if_this_server_started_it(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "t.db")
+    elsewhere = scripted_loop(db).run_sync("Say hi to my colleague.")  # another program's
+    assert elsewhere.status == "input_required"
+
+    async def main(client: Client) -> None:
+        first = await client.call_tool("run_task", {"task": "Say hi to my colleague."})
+        assert first.structured_content is not None
+        run_id = first.structured_content["run_id"]
+        prefix = await client.call_tool("run_task", {"task": "Bob", "run_id": run_id[:2]})
+        assert prefix.is_error
+        other = await client.call_tool("run_task", {"task": "Bob", "run_id": elsewhere.run_id})
+        assert other.is_error and "Bob" not in text(other)
+        mine = await client.call_tool("run_task", {"task": "Ann", "run_id": run_id})
+        assert text(mine) == "Done: sent to Ann."
+
+    with_client(scripted_loop(db), main)
+    store = TraceStore(Path(db))
+    try:
+        assert store.run(elsewhere.run_id).status == "input_required"  # left as it was
+    finally:
+        store.close()

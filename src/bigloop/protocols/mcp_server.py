@@ -83,6 +83,7 @@ def create_server(loop: Loop, *, name: str = "bigloop") -> Server[Any]:
         raise UserError(f"A tool of the loop is named {RUN_TASK!r}, the loop's own tool.")
     listed = [_listed(tool) for tool in tools.values()] + [_run_task_listed(loop)]
     schemas = {tool.name: tool.input_schema for tool in listed}
+    started: set[str] = set()  # the runs this server started: the only ones it resumes
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
@@ -93,7 +94,7 @@ def create_server(loop: Loop, *, name: str = "bigloop") -> Server[Any]:
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
     ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
         if params.name == RUN_TASK:
-            return await _run_task(loop, ctx, params)
+            return await _run_task(loop, ctx, params, started)
         tool = tools.get(params.name)
         if tool is None:
             raise MCPError(
@@ -183,9 +184,16 @@ def _run_task_listed(loop: Loop) -> mcp_types.Tool:
 
 
 async def _run_task(
-    loop: Loop, ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
+    loop: Loop,
+    ctx: ServerRequestContext[Any],
+    params: mcp_types.CallToolRequestParams,
+    started: set[str],
 ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
-    """Run (or resume) the loop; ask the client when the run asks and the client can."""
+    """Run (or resume) the loop; ask the client when the run asks and the client can.
+
+    Only a run this server started is resumed, and only by its whole id (which only the
+    client that started it was given): another client cannot answer a run's question by
+    guessing a prefix, nor resume a run another program wrote to the same trace file."""
     arguments = params.arguments or {}
     task, run_id = arguments.get("task"), arguments.get("run_id")
     if not isinstance(task, str) or not task.strip() or not isinstance(run_id, str | None):
@@ -203,11 +211,12 @@ async def _run_task(
                     f"Answer later with {RUN_TASK}(task=ANSWER, run_id={run_id!r}).",
                     error=True,
                 )
-            result = await loop.resume(run_id, answer=answer)
+            result = await _resume(loop, started, run_id, answer)
         elif run_id is not None:
-            result = await loop.resume(run_id, answer=task)
+            result = await _resume(loop, started, run_id, task)
         else:
             result = await loop.run(task)
+            started.add(result.run_id)
         while result.status == "input_required" and loop.store is not None:
             question = result.question or result.error or ""
             if _asks_in_result(ctx):
@@ -222,6 +231,17 @@ async def _run_task(
     except UserError as e:  # e.g. no such run, or no store to resume from
         return _result(str(e), error=True)
     return _outcome(result, resumable=loop.store is not None)
+
+
+async def _resume(loop: Loop, started: set[str], run_id: object, answer: str) -> RunResult:
+    """`loop.resume(run_id, answer=answer)` for a run this server started.
+
+    Raises:
+        UserError: any other id (the message does not say whether such a run exists).
+    """
+    if not isinstance(run_id, str) or run_id not in started:
+        raise UserError(f"No run of this server has the id {run_id!r}.")
+    return await loop.resume(run_id, answer=answer)
 
 
 def _elicitation(question: str) -> mcp_types.ElicitRequest:
