@@ -225,3 +225,28 @@ def test_a_run_with_secrets_leaves_none_in_the_trace_file(tmp_path: Path) -> Non
         reopened.task
         == f"Summarise https://{REDACTED}@intranet.example.com/report?api_key={REDACTED}"
     )
+
+
+def test_a_value_redacted_under_a_secret_key_is_redacted_everywhere_after(
+    tmp_path: Path,
+) -> None:
+    from bigloop import Loop, ScriptedModel, TraceStore, tool
+
+    @tool
+    def login(user: str, password: str) -> str:
+        """Log in.
+
+        Args:
+            user: who.
+            password: their password.
+        """
+        return f"welcome {user}; your password {password} is weak"
+
+    store = TraceStore(tmp_path / "t.db")
+    call = {"name": "login", "arguments": {"user": "ann", "password": "hunter22x"}}
+    script = [json.dumps({"tool_calls": [call]}), json.dumps({"answer": "hunter22x works"})]
+    result = Loop(ScriptedModel(script), [login], store=store).run_sync("Log ann in.")
+    assert result.answer == "hunter22x works"  # the caller gets the answer as it is
+    stored = [str(s.output) + str(s.input) for s in store.steps(result.run_id)]
+    assert not any("hunter22x" in s for s in stored)
+    assert "hunter22x" not in str(store.run(result.run_id).answer)

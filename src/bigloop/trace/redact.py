@@ -136,6 +136,16 @@ class Redactor:
         """This redactor, also redacting `values`."""
         return Redactor((*self.values, *values), patterns=self.patterns)
 
+    def learning(self, value: Any) -> Redactor:
+        """This redactor, also redacting wherever they appear the strings `value` holds
+        under secret-looking keys ("password": "hunter22"): redacted under the key, such
+        a value must not be stored verbatim in a tool's result or the answer either."""
+        if not self.patterns:
+            return self
+        found = {s for s in _under_secret_keys(value) if len(s) >= MIN_SECRET_CHARS}
+        new = found - set(self.values)
+        return self.adding(new) if new else self
+
     def text(self, text: str) -> str:
         """`text` with every secret replaced."""
         for value in self.values:
@@ -210,3 +220,20 @@ class Redactor:
             steps=[self.step(s) for s in result.steps],
             messages=[self.message(m) for m in result.messages],
         )
+
+
+def _under_secret_keys(value: Any, depth: int = 0) -> list[str]:
+    """The strings under secret-looking keys anywhere in JSON-like `value`."""
+    if depth >= MAX_DEPTH:
+        return []
+    if isinstance(value, dict):
+        found = []
+        for k, v in value.items():
+            if isinstance(k, str) and isinstance(v, str) and v and _NAME.match(k):
+                found.append(v)
+            else:
+                found += _under_secret_keys(v, depth + 1)
+        return found
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _under_secret_keys(v, depth + 1)]
+    return []

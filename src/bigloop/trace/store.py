@@ -214,6 +214,8 @@ class TraceStore:
     def add_step(self, step: Step, *, cost: float | None = None) -> None:
         """Record a completed step; `cost`, the run's cost so far, with it (a run killed
         later keeps what it cost up to here)."""
+        calls = [c.arguments for c in step.message.tool_calls] if step.message else []
+        self.redactor = self.redactor.learning([step.input, calls])
         step = self.redactor.step(step)
         with self._tx() as db:
             db.execute(
