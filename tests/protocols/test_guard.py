@@ -146,3 +146,28 @@ def test_upstream_errors_are_redacted_and_empty_choices_are_a_clear_error() -> N
             empty = {"model": "m", "messages": [{"role": "user", "content": "empty"}]}
             answer = http.post("v1/chat/completions", json=empty)
             assert answer.status_code == 503 and "no choices" in answer.text
+
+
+def test_a_token_is_required_beyond_loopback_and_checked_on_every_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import uvicorn
+
+    from bigloop import UserError
+
+    ran: dict[str, object] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.update(app=app, **kw))
+    with pytest.raises(UserError, match="--token"):
+        openai_server.serve_openai("m", host="0.0.0.0", base_url="http://127.0.0.1:9/v1")
+    assert ran == {}
+    openai_server.serve_openai("m", host="127.0.0.1", base_url="http://127.0.0.1:9/v1")
+    assert ran["host"] == "127.0.0.1"  # loopback needs none
+
+    model = FunctionModel(lambda messages, tools: json.dumps({"answer": "hello"}), name="m")
+    app = openai_server.create_app(model, token="s3cret-token")
+    with loopback.serving(lambda _: app, lifespan="off") as url, httpx.Client(base_url=url) as http:
+        assert http.post("v1/chat/completions", json=CHAT).status_code == 401
+        wrong = {"Authorization": "Bearer nope"}
+        assert http.post("v1/chat/completions", json=CHAT, headers=wrong).status_code == 401
+        right = {"Authorization": "Bearer s3cret-token"}
+        assert http.post("v1/chat/completions", json=CHAT, headers=right).status_code == 200

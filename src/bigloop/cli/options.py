@@ -65,3 +65,15 @@ def need_benchmarks() -> None:
             "pip install bigloop-eval (in a checkout: pip install -e packages/bigloop-eval; "
             "`make setup` does it)."
         )
+
+
+TokenOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        envvar="BIGLOOP_TOKEN",
+        help="A bearer token clients must send (Authorization: Bearer TOKEN); required "
+        "when listening beyond loopback.",
+        show_default=False,
+    ),
+]

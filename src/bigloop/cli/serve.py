@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from bigloop.cli.options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TraceDbOpt
+from bigloop.cli.options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TokenOpt, TraceDbOpt
 
 if TYPE_CHECKING:
     from bigloop.loop import Loop
@@ -55,11 +55,12 @@ def serve_openai_command(
         typer.Option(
             "--host",
             help="Address to listen on. The default answers this machine only; "
-            "0.0.0.0 exposes the model, without authentication, to the whole network.",
+            "any other address needs --token.",
         ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8000,
     off: OffOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """An OpenAI-compatible /v1/chat/completions for a model: its calls come back as
     structured tool_calls, decoded under the tools' grammar (streaming included), so
@@ -67,7 +68,9 @@ def serve_openai_command(
     from bigloop.parts import check_names
     from bigloop.protocols.openai_server import serve_openai
 
-    serve_openai(model, host=host, port=port, base_url=base_url, off=check_names(off or []))
+    serve_openai(
+        model, host=host, port=port, base_url=base_url, off=check_names(off or []), token=token
+    )
 
 
 @serve_app.command("a2a")
@@ -97,10 +100,11 @@ def serve_a2a_command(
         typer.Option(
             "--host",
             help="Address to listen on. The default answers this machine only; "
-            "0.0.0.0 exposes the loop, without authentication, to the whole network.",
+            "any other address needs --token.",
         ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 9999,
+    token: TokenOpt = None,
     url: Annotated[
         str | None,
         typer.Option(
@@ -129,7 +133,7 @@ def serve_a2a_command(
         "a2a": a2a or None,
     }
     loop = _served_loop(config_file, given, trace_db)
-    serve_a2a(loop, host=host, port=port, url=url, name=name, description=description)
+    serve_a2a(loop, host=host, port=port, url=url, name=name, description=description, token=token)
 
 
 @serve_app.command("mcp")

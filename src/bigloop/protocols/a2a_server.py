@@ -49,7 +49,7 @@ from starlette.middleware import Middleware
 
 from bigloop._errors import UserError
 from bigloop.loop import Loop, OnStep
-from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for
+from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for, require_token
 from bigloop.protocols.threaded import http_url, in_thread
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.redact import Redactor
@@ -102,6 +102,7 @@ def create_app(
     name: str = "bigloop",
     description: str | None = None,
     allowed_hosts: Sequence[str] = LOOPBACK,
+    token: str | None = None,
 ) -> Starlette:
     """An ASGI app serving `loop` as an A2A agent: the card at
     `/.well-known/agent-card.json`, JSON-RPC at `/`.
@@ -111,6 +112,7 @@ def create_app(
             "http://127.0.0.1:9999/".
         allowed_hosts: the host names requests may be addressed to (`Guard`: Host and
             Origin checked, bodies capped).
+        token: the bearer token requests must carry (None: none).
 
     Raises:
         UserError: the loop has no trace store (a question's answer resumes the run from
@@ -132,7 +134,7 @@ def create_app(
         await handler.aclose()
 
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
-    guard = Middleware(Guard, allowed_hosts=allowed_hosts)
+    guard = Middleware(Guard, allowed_hosts=allowed_hosts, token=token)
     return Starlette(routes=routes, lifespan=lifespan, middleware=[guard])
 
 
@@ -269,15 +271,22 @@ def serve_a2a(
     url: str | None = None,
     name: str = "bigloop",
     description: str | None = None,
+    token: str | None = None,
 ) -> None:
     """Serve `loop` as an A2A agent until interrupted (`bigloop serve a2a`).
 
     Args:
         host: the address to bind; the default answers this machine only. "0.0.0.0"
-            exposes the loop, unauthenticated, to the whole network.
+            answers the whole network, and needs a `token`.
         url: the URL clients use (the agent card's), default `http://HOST:PORT/`.
+        token: the bearer token clients must send; required beyond loopback.
+
+    Raises:
+        UserError: `host` is not loopback and there is no `token`.
     """
     import uvicorn
+
+    require_token(host, token)
 
     from bigloop.atoms.models.local import LocalModel
 
@@ -290,6 +299,7 @@ def serve_a2a(
         name=name,
         description=description,
         allowed_hosts=allowed_hosts_for(host),
+        token=token,
     )
     uvicorn.run(app, host=host, port=port, log_level="info")
 

@@ -10,10 +10,14 @@ what a server on this machine must refuse before any handler runs.
   non-browser client) pass.
 - **Body size**: a body over `max_body_bytes` is refused (413) without being read whole,
   whether it says its length or streams it.
+- **Token**: with a `token`, a request without `Authorization: Bearer <token>` is refused
+  (401). A server bound beyond loopback must have one (`require_token`).
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +45,7 @@ class Guard:
     Args:
         allowed_hosts: host names (without port) requests may be addressed to; "*": any.
         max_body_bytes: the largest body taken.
+        token: the bearer token every request must carry (None: none needed).
     """
 
     def __init__(
@@ -49,8 +54,10 @@ class Guard:
         *,
         allowed_hosts: Sequence[str] = LOOPBACK,
         max_body_bytes: int = MAX_BODY_BYTES,
+        token: str | None = None,
     ) -> None:
         self.app = app
+        self.token = token
         self.any_host = "*" in allowed_hosts
         self.hosts = {_bare(h) for h in allowed_hosts if h != "*"}
         self.max_body_bytes = max_body_bytes
@@ -77,6 +84,10 @@ class Guard:
         host = _bare(headers.get("host", ""))
         if not self.any_host and host not in self.hosts:
             return 400, f"Invalid host header {host!r}: this server answers {sorted(self.hosts)}."
+        if self.token is not None:
+            given = headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                return 401, "This server needs the header Authorization: Bearer <its token>."
         origin = headers.get("origin")
         if origin and origin != "null":
             origin_host = _bare(urlsplit(origin).netloc)
@@ -105,6 +116,31 @@ class Guard:
 
     def _too_large(self) -> str:
         return f"The request body is larger than {self.max_body_bytes} bytes."
+
+
+def require_token(host: str, token: str | None) -> None:
+    """Refuse to serve beyond loopback without a token.
+
+    Raises:
+        UserError: `host` is not a loopback address and `token` is None.
+    """
+    from bigloop._errors import UserError
+
+    if token is None and not _loopback(host):
+        raise UserError(
+            f"Listening on {host} answers other machines: give a token (--token TOKEN, or "
+            "the BIGLOOP_TOKEN environment variable) that clients send as "
+            "'Authorization: Bearer TOKEN', or listen on 127.0.0.1."
+        )
+
+
+def _loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _bare(host: str) -> str:

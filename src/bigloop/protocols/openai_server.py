@@ -47,14 +47,18 @@ from bigloop.atoms.models.local import call_schema
 from bigloop.atoms.models.parse import to_response
 from bigloop.atoms.models.prompts import ANSWER_NOW, to_plain_chat
 from bigloop.parts import PlannerRules, Policies
-from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for
+from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for, require_token
 from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
 from bigloop.runtime.call import call_key
 from bigloop.trace.redact import Redactor
 
 
 def create_app(
-    model: ChatModel, *, off: Sequence[str] = (), allowed_hosts: Sequence[str] = LOOPBACK
+    model: ChatModel,
+    *,
+    off: Sequence[str] = (),
+    allowed_hosts: Sequence[str] = LOOPBACK,
+    token: str | None = None,
 ) -> FastAPI:
     """A FastAPI app serving `model` at `GET /v1/models` and `POST /v1/chat/completions`.
 
@@ -66,10 +70,11 @@ def create_app(
             planner rules `more_calls` and `answer_from_results` to each reply.
         allowed_hosts: the host names requests may be addressed to (`Guard`: Host and
             Origin checked, bodies capped).
+        token: the bearer token requests must carry (None: none).
     """
     rules = Policies.build(off, clarify="off").rules
     app = FastAPI(title="bigloop", summary=f"{model.name}, OpenAI-compatible", version="1")
-    app.add_middleware(Guard, allowed_hosts=allowed_hosts)
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts, token=token)
     started = int(time.time())
 
     @app.get("/v1/models")
@@ -278,18 +283,25 @@ def serve_openai(
     port: int = 8000,
     base_url: str | None = None,
     off: Sequence[str] = (),
+    token: str | None = None,
 ) -> None:
     """Serve a model at `http://HOST:PORT/v1` until interrupted (`bigloop serve openai`).
 
     Args:
         model_name: "embedded", a .gguf file, or a server's model name with `base_url`.
         host: the address to bind; the default answers this machine only. "0.0.0.0"
-            exposes the model, unauthenticated, to the whole network.
+            answers the whole network, and needs a `token`.
         port: the TCP port.
         base_url: an OpenAI-compatible server to relay to, instead of a local model.
         off: policies to switch off (`create_app`).
+        token: the bearer token clients must send; required beyond loopback.
+
+    Raises:
+        UserError: `host` is not loopback and there is no `token`.
     """
     import uvicorn
+
+    require_token(host, token)
 
     from bigloop.atoms.models.local import LocalModel
     from bigloop.atoms.models.spec import ModelSpec
@@ -297,5 +309,5 @@ def serve_openai(
     model = ModelSpec(name=model_name, base_url=base_url).build()
     if isinstance(model, LocalModel):
         model.llama()  # load the weights now, not during the first request
-    app = create_app(model, off=off, allowed_hosts=allowed_hosts_for(host))
+    app = create_app(model, off=off, allowed_hosts=allowed_hosts_for(host), token=token)
     uvicorn.run(app, host=host, port=port, log_level="info")
