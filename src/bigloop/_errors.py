@@ -46,6 +46,11 @@ class WeightsError(UserError):
     """The embedded model's weights are missing or do not match their pinned hash."""
 
 
+class InvalidToolSchema(UserError):
+    """A tool's argument schema that a model cannot be constrained to (the developer's, or
+    an API client's, to fix)."""
+
+
 class RunFailure(BigloopError):
     """The run stopped before an answer."""
 

@@ -61,3 +61,20 @@ def test_a_recursive_model_is_cut_at_the_depth_limit_and_foreign_refs_allow_anyt
 def test_a_property_called_definitions_is_kept() -> None:
     schema = {"type": "object", "properties": {"definitions": {"type": "string"}}}
     assert inline_refs(schema) == schema
+
+
+def test_a_schema_the_grammar_cannot_take_is_a_clear_error_not_a_crash() -> None:
+    import pytest
+
+    from bigloop._errors import InvalidToolSchema
+    from bigloop.atoms.models.base import ToolSpec
+    from bigloop.atoms.models.local import LocalModel, call_schema
+
+    model = LocalModel()  # no weights are loaded to build a grammar
+    for parameters in (
+        {"type": "object", "properties": {"x": {"type": "nonsense"}}},
+        {"type": "object", "properties": {"x": 5}},
+    ):
+        schema = call_schema([ToolSpec(name="t", parameters=parameters)])
+        with pytest.raises(InvalidToolSchema, match="schema"):
+            model.grammar_for_schema(schema)

@@ -34,7 +34,7 @@ from typing import Any, cast
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from bigloop._errors import BigloopError, RunFailure
+from bigloop._errors import BigloopError, InvalidToolSchema, RunFailure
 from bigloop.atoms.models.base import (
     CallContinuation,
     ChatModel,
@@ -93,6 +93,8 @@ def create_app(
             response = await reply(model, turn, rules)
         except InvalidRequest as e:
             return _error(400, str(e), "invalid_request_error", e.param)
+        except InvalidToolSchema as e:
+            return _error(400, str(e), "invalid_request_error", "tools")
         except RunFailure as e:
             return _error(503, str(e), "server_error", code="model_unavailable")
         except BigloopError as e:  # the server's own setup, e.g. missing weights

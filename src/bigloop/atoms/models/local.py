@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bigloop._errors import ModelBusy, ModelUnavailable, UserError
+from bigloop._errors import InvalidToolSchema, ModelBusy, ModelUnavailable, UserError
 from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import (
     Message,
@@ -340,7 +340,19 @@ class LocalModel:
             while len(self._grammars) >= _GRAMMAR_CACHE:
                 self._grammars.popitem(last=False)
             # Not sorted: the grammar keeps property order, and "name" must come first.
-            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            try:
+                grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            except (AssertionError, AttributeError, KeyError, TypeError, ValueError) as e:
+                raise InvalidToolSchema(
+                    f"A tool's argument schema cannot constrain the model "
+                    f"({type(e).__name__}: {str(e)[:200]}); give each parameter a JSON-schema "
+                    'type ("string", "integer", "object", ...).'
+                ) from None
+            except RecursionError:
+                raise InvalidToolSchema(
+                    "A tool's argument schema is nested too deeply to constrain the model."
+                ) from None
+            self._grammars[key] = grammar
         return self._grammars[key]
 
     def complete_chat(
