@@ -24,7 +24,7 @@ from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolCal
 from bigloop.atoms.models.prompts import USER_ANSWERED
 from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
-from bigloop.parts import NAMES, PlannerName, Policies
+from bigloop.parts import PlannerName, Policies
 from bigloop.policies import (
     AnswerCheck,
     CallCheck,
@@ -40,9 +40,6 @@ from bigloop.trace.records import Question, RunResult, RunStatus, Step, failure_
 from bigloop.trace.store import TraceStore
 
 OnStep = Callable[[Step], None]
-SWITCHABLE = NAMES
-"""The policies `LoopConfig.off` can switch off (`bigloop.parts.PARTS`;
-"approve_irreversible": every irreversible call is then made without asking)."""
 
 
 class Loop:

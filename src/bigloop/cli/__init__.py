@@ -19,6 +19,7 @@ from bigloop.cli.options import (
     McpOpt,
     ModelOpt,
     OffOpt,
+    PortOpt,
     TraceDbOpt,
     need_benchmarks,
 )
@@ -722,7 +723,7 @@ def ui(
             "0.0.0.0 shows every trace, without authentication, to the whole network.",
         ),
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8765,
+    port: PortOpt = 8765,
 ) -> None:
     """A local web viewer of the recorded runs: each run's steps (prompts, replies, calls,
     results, errors, repairs, routing, questions), its plan graph and timeline; a run in

@@ -77,3 +77,12 @@ TokenOpt = Annotated[
         show_default=False,
     ),
 ]
+HostOpt = Annotated[
+    str,
+    typer.Option(
+        "--host",
+        help="Address to listen on. The default answers this machine only; any other "
+        "address needs --token.",
+    ),
+]
+PortOpt = Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")]

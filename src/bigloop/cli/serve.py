@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from bigloop.cli.options import BaseUrlOpt, McpOpt, ModelOpt, OffOpt, TokenOpt, TraceDbOpt
+from bigloop.cli.options import (
+    BaseUrlOpt,
+    HostOpt,
+    McpOpt,
+    ModelOpt,
+    OffOpt,
+    PortOpt,
+    TokenOpt,
+    TraceDbOpt,
+)
 
 if TYPE_CHECKING:
     from bigloop.loop import Loop
@@ -50,15 +59,8 @@ def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path
 def serve_openai_command(
     model: ModelOpt = "embedded",
     base_url: BaseUrlOpt = None,
-    host: Annotated[
-        str,
-        typer.Option(
-            "--host",
-            help="Address to listen on. The default answers this machine only; "
-            "any other address needs --token.",
-        ),
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8000,
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8000,
     off: OffOpt = None,
     token: TokenOpt = None,
 ) -> None:
@@ -95,15 +97,8 @@ def serve_a2a_command(
             "--description", help="The agent card's description (default: the model and tools)."
         ),
     ] = None,
-    host: Annotated[
-        str,
-        typer.Option(
-            "--host",
-            help="Address to listen on. The default answers this machine only; "
-            "any other address needs --token.",
-        ),
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 9999,
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 9999,
     token: TokenOpt = None,
     url: Annotated[
         str | None,

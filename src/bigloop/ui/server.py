@@ -27,7 +27,6 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -35,7 +34,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bigloop._errors import UserError
-from bigloop.protocols.guard import LOOPBACK, allowed_hosts_for
+from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for
 from bigloop.protocols.threaded import http_url, in_thread
 from bigloop.trace.store import TraceStore
 from bigloop.ui.views import conversation_view, plan_view, run_view, steps_view
@@ -120,7 +119,7 @@ def create_app(store: TraceStore, *, allowed_hosts: Sequence[str] = LOOPBACK) ->
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     middleware = [
-        Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
+        Middleware(Guard, allowed_hosts=list(allowed_hosts)),
         Middleware(_SecurityHeaders),
     ]
     return Starlette(routes=routes, middleware=middleware)
