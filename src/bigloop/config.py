@@ -69,6 +69,9 @@ class LoopConfig(BaseModel):
     Attributes:
         model: "embedded", an installable model's short name ("coder-1.5b"), a .gguf
             path, or a server's model name with `base_url`.
+        adapter: a GGUF LoRA file applied over the local `model` (`bigloop optimize
+            --step finetune` trains one); None: the model as shipped.
+        adapter_sha256: the adapter's sha256; a file that no longer matches is refused.
         escalate: a stronger local model ("coder-1.5b", a .gguf path) that takes a model
             turn over when `model`'s reply has invalid calls, values nobody said, or an
             answer before any tool ran (`CascadeModel` with `grounded_reply`); None: no
@@ -112,6 +115,8 @@ class LoopConfig(BaseModel):
 
     model: str = "embedded"
     base_url: str | None = None
+    adapter: str | None = None
+    adapter_sha256: str | None = None
     escalate: str | None = None
     tools: list[str] | None = None
     files: str | None = None
@@ -204,7 +209,12 @@ class LoopConfig(BaseModel):
                 f"Config file {path} must hold a JSON object of LoopConfig fields, "
                 f'e.g. {{"model": "embedded", "max_steps": 8}}.'
             )
-        return cls.from_data(data, source=f"Config file {path}")
+        config = cls.from_data(data, source=f"Config file {path}")
+        if config.adapter and not Path(config.adapter).expanduser().is_absolute():
+            # an adapter beside its config (as `bigloop optimize` writes them) travels with it
+            adapter = str((path.parent / config.adapter).resolve())
+            config = config.model_copy(update={"adapter": adapter})
+        return config
 
     def save(self, path: str | Path) -> None:
         """Write this config as JSON to `path`, every field included.
@@ -226,7 +236,7 @@ class LoopConfig(BaseModel):
         def absolute(path: str | None) -> str | None:
             return None if path is None else str(Path(path).expanduser().resolve())
 
-        model, escalate = self.model, self.escalate
+        model, escalate, adapter = self.model, self.escalate, absolute(self.adapter)
         if model.endswith(".gguf") and self.base_url is None:
             model = absolute(model) or model
         if escalate and escalate.endswith(".gguf"):
@@ -237,6 +247,7 @@ class LoopConfig(BaseModel):
                 "db": absolute(self.db),
                 "model": model,
                 "escalate": escalate,
+                "adapter": adapter,
             }
         )
 
@@ -264,7 +275,29 @@ class LoopConfig(BaseModel):
         """
         from bigloop.atoms.models.spec import ModelSpec
 
-        return self.escalating(ModelSpec(name=self.model, base_url=self.base_url).build())
+        spec = ModelSpec(name=self.model, base_url=self.base_url, adapter=self.checked_adapter())
+        return self.escalating(spec.build())
+
+    def checked_adapter(self) -> str | None:
+        """`adapter`, after checking the file is there and (with `adapter_sha256`) the
+        same one.
+
+        Raises:
+            UserError: the file is missing or its hash differs.
+        """
+        if self.adapter is None:
+            return None
+        path = Path(self.adapter)
+        if not path.is_file():
+            raise UserError(f"adapter: {path} does not exist.")
+        from bigloop.atoms.models.weights import file_sha256
+
+        if self.adapter_sha256 and file_sha256(path) != self.adapter_sha256:
+            raise UserError(
+                f"adapter: {path} is not the adapter this config was made with (its sha256 "
+                "differs). Retrain it, or set adapter_sha256 to null to use it anyway."
+            )
+        return str(path)
 
     def escalating(self, model: ChatModel) -> ChatModel:
         """`model`, or — with `escalate` set — a cascade from it to that stronger model

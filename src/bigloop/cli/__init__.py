@@ -543,8 +543,9 @@ def eval_bfcl(
         typer.Option(
             "--config",
             help="A LoopConfig file (e.g. from `bigloop optimize`): the loop modes use its "
-            "instructions, demonstrations, tool docs and switched-off policies; results are "
-            "kept apart as mode 'loop+<file name>'. Single-turn categories.",
+            "instructions, demonstrations, tool docs and switched-off policies, and every "
+            "mode its adapter; results are kept apart as mode 'loop+<file name>'. "
+            "Single-turn categories.",
         ),
     ] = None,
     json_out: JsonOpt = False,
@@ -559,8 +560,10 @@ def eval_bfcl(
     from bigloop.atoms.models.spec import ModelSpec
     from bigloop.config import LoopConfig
 
-    spec = ModelSpec(name=model, base_url=base_url)
     loop_config = LoopConfig.load(config_path) if config_path else None
+    # a config's adapter (from `bigloop optimize --step finetune`) goes with its model
+    adapter = loop_config.checked_adapter() if loop_config else None
+    spec = ModelSpec(name=model, base_url=base_url, adapter=adapter)
     chosen = spec.build()
     looped = loop_config.escalating(chosen) if loop_config else chosen  # raw: never
     _check_escalate_local(loop_config, config_path, ray_address)

@@ -118,11 +118,27 @@ def optimize(
             "in the policy search (`escalate`); its seconds count on the Pareto front.",
         ),
     ] = None,
+    rounds: Annotated[
+        int, typer.Option("--rounds", min=1, help="finetune: probe → train rounds.")
+    ] = 1,
+    epochs: Annotated[
+        int, typer.Option("--epochs", min=1, help="finetune: passes over the training turns.")
+    ] = 1,
+    lora_rank: Annotated[int, typer.Option("--lora-rank", min=1, help="finetune: LoRA rank.")] = 16,
+    device: Annotated[
+        str, typer.Option("--device", help="finetune: cpu, cuda or auto (a GPU when present).")
+    ] = "auto",
     json_out: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Optimize a loop on BFCL or the task suite. Example:
 
     bigloop optimize --bench bfcl -c simple_python --train 30 --dev 30 -o loop.json
+
+    Fine-tune the local model on verified turns of several categories (a LoRA adapter,
+    written beside OUT and named in it):
+
+    bigloop optimize --bench bfcl -c simple_python,multiple --train 30 --dev 10
+    --step finetune -o tuned.json
 
     then `bigloop run --config loop.json "..."` or `bigloop eval bfcl --config loop.json`.
     """
@@ -141,7 +157,7 @@ def optimize(
     base = _base_config(config_file, model, base_url)
     work = work or out.with_name(out.name + ".work")
     work.mkdir(parents=True, exist_ok=True)
-    spec = ModelSpec(name=base.model, base_url=base.base_url)
+    spec = ModelSpec(name=base.model, base_url=base.base_url, adapter=base.checked_adapter())
     loop_model = spec.build()
     reflect_model = _reflect_model(reflector, base.model, loop_model)
     store = TraceStore(work / "traces.db")
@@ -163,6 +179,9 @@ def optimize(
         seed=seed,
         iterations=iterations,
         memo=work / "proposals.jsonl",
+        tuning=_tuning(base, work, rounds, epochs, lora_rank, device, seed)
+        if "finetune" in chosen_steps
+        else None,
         log=log,
     )
     try:
@@ -189,6 +208,32 @@ def _base_config(config_file: Path | None, model: str | None, base_url: str | No
     if model is not None or base_url is not None:
         base = base.model_copy(update={"model": model or base.model, "base_url": base_url})
     return base
+
+
+def _tuning(
+    base: LoopConfig, work: Path, rounds: int, epochs: int, rank: int, device: str, seed: int
+) -> Any:
+    """The finetune step's settings: the GGUF of the base config's local model, and the
+    work folder's `finetune/` for its data, checkpoints and adapters."""
+    from bigloop._errors import UserError
+    from bigloop.atoms.models.weights import PACKAGED, default_model_path, model_path
+    from bigloop.optimize.finetune.train import LoraSettings
+    from bigloop.optimize.optimizer import Tuning
+
+    if base.base_url:
+        raise UserError("--step finetune trains a local model's adapter, not a server's.")
+    if device not in ("cpu", "cuda", "auto"):
+        raise UserError(f"--device {device!r}: use cpu, cuda or auto.")
+    name = base.model
+    gguf = (
+        default_model_path()
+        if name == "embedded"
+        else model_path(name)
+        if name in PACKAGED
+        else Path(name)
+    )
+    settings = LoraSettings(rank=rank, alpha=2 * rank, epochs=epochs, device=device, seed=seed)
+    return Tuning(base_gguf=gguf, folder=work / "finetune", settings=settings, rounds=rounds)
 
 
 def _reflect_model(reflector: str | None, loop_name: str, loop_model: ChatModel) -> ChatModel:

@@ -18,7 +18,7 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,24 @@ from bigloop.config import LoopConfig
 from bigloop.optimize import data, demos, instructions, search, tool_docs
 from bigloop.optimize.bench import Bench, Example
 from bigloop.optimize.evaluate import Evaluator, Scores, append_line, fingerprint
+from bigloop.optimize.finetune.train import LoraSettings
 
 STEPS = ("policies", "demos", "instructions", "tool_docs")
 """The steps run by default."""
-ALL_STEPS = (*STEPS, "data")
-"""Every step; "data" only when asked for, before the steps that should use its cases."""
+ALL_STEPS = (*STEPS, "data", "finetune")
+"""Every step; "data" only when asked for, before the steps that should use its cases;
+"finetune" (a LoRA adapter for the loop's local model) only when asked for."""
+
+
+@dataclass(kw_only=True)
+class Tuning:
+    """How the `finetune` step trains: the GGUF the adapter is for, the folder of its
+    data, checkpoints and adapters, the LoRA settings, and the probe → train rounds."""
+
+    base_gguf: Path
+    folder: Path
+    settings: LoraSettings = field(default_factory=LoraSettings)
+    rounds: int = 1
 
 
 @dataclass(kw_only=True)
@@ -67,6 +80,7 @@ class Optimizer:
             if it beats its parent there).
         memo: a file remembering proposals, for resuming.
         per_cluster: cases the data step makes per kind of training failure.
+        tuning: how the finetune step trains (needed when it runs).
         log: receives one line per candidate tried and per step.
 
     Raises:
@@ -86,6 +100,7 @@ class Optimizer:
         minibatch: int = 6,
         memo: Path | None = None,
         per_cluster: int = 4,
+        tuning: Tuning | None = None,
         log: Callable[[str], None] = lambda line: None,
     ) -> None:
         if "data" in steps and evaluator.runner is not None:
@@ -102,6 +117,8 @@ class Optimizer:
         self.minibatch = minibatch
         self.memo = memo
         self.per_cluster = per_cluster
+        self.tuning = tuning
+        self.tuned: list[dict[str, object]] = []
         self.log = log
         self.reflections = 0
         self._memo = _load_memo(memo)
@@ -154,6 +171,8 @@ class Optimizer:
         )
         if evolved is not None:
             provenance["data"] = evolved
+        if self.tuned:
+            provenance["finetune"] = self.tuned
         return current.model_copy(update={"provenance": provenance})
 
     def _provenance(
@@ -216,6 +235,8 @@ class Optimizer:
             return await self._instructions(current, scores, train, dev)
         if step == "tool_docs":
             return await self._tool_docs(current, train, dev)
+        if step == "finetune":
+            return await self._finetune(current, train, dev)
         raise ValueError(f"Unknown step {step!r}; choose from {', '.join(ALL_STEPS)}.")
 
     async def _data(
@@ -240,6 +261,31 @@ class Optimizer:
             )
         self.log(f"[data] training on {len(evolved.train)} examples (was {len(train)})")
         return evolved.train, {"per_cluster": self.per_cluster, **evolved.provenance()}
+
+    async def _finetune(
+        self, current: LoopConfig, train: list[Example], dev: list[Example]
+    ) -> Proposal | None:
+        from bigloop.optimize.finetune.step import TeachesTurns, finetune, rounds_record
+
+        if not isinstance(self.bench, TeachesTurns) or self.tuning is None:
+            self.log(f"[finetune] {self.bench.name} cannot make training turns; skipped")
+            return None
+        t = self.tuning
+        config, scores, rounds = await finetune(
+            self.bench,
+            self.evaluator,
+            current,
+            train,
+            dev,
+            base_gguf=t.base_gguf,
+            folder=t.folder,
+            settings=t.settings,
+            rounds=t.rounds,
+            log=self.log,
+        )
+        self.tuned = rounds_record(rounds)
+        what = f"a LoRA adapter ({config.adapter}) trained on {rounds[-1].turns} verified turns"
+        return Proposal(config=config, scores=scores, what=what)
 
     async def _policies(
         self, current: LoopConfig, dev: list[Example], front: list[dict[str, object]]

@@ -25,11 +25,13 @@ from bigloop.atoms.models.base import ChatModel, ToolSpec
 from bigloop.config import LoopConfig
 from bigloop.optimize.bench import Example, Outcome, Split
 from bigloop.optimize.feedback import critique, demo_from, mistakes
+from bigloop.optimize.finetune.turns import Turn
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.store import TraceStore
 from bigloop_eval.bfcl_data import Case, load_cases
 from bigloop_eval.bfcl_score import score
 from bigloop_eval.bfcl_single import loop_run, made_calls
+from bigloop_eval.bfcl_teach import never_trained_requests, teach
 from bigloop_eval.bfcl_variants import number_variant
 from bigloop_eval.suite import CATEGORIES, Task, Workspace, split
 from bigloop_eval.suite.checks import Outcome as SuiteOutcome
@@ -69,18 +71,29 @@ class _Models:
         self._cascades: dict[str, ChatModel] = {}
 
     def model_for(self, config: LoopConfig) -> ChatModel:
+        """The bench's model, with the config's adapter when it has one, escalating to
+        its `escalate` model when it names one (each built once)."""
+        model = self.model
+        if config.adapter is not None:
+            if config.adapter not in self._cascades:
+                self._cascades[config.adapter] = config.model_copy(
+                    update={"escalate": None}
+                ).build_model()
+            model = self._cascades[config.adapter]
         if config.escalate is None:
-            return self.model
-        if config.escalate not in self._cascades:
-            self._cascades[config.escalate] = config.escalating(self.model)
-        return self._cascades[config.escalate]
+            return model
+        key = f"{config.adapter}>{config.escalate}"
+        if key not in self._cascades:
+            self._cascades[key] = config.escalating(model)
+        return self._cascades[key]
 
     def _knobs(self, base: list[dict[str, object]]) -> list[dict[str, object]]:
         return base + ([{"escalate": self.strong}] if self.strong else [])
 
 
 class BfclBench(_Models):
-    """A single-turn BFCL category, scored by BFCL's checker."""
+    """Single-turn BFCL categories (`category`: one, or several joined by commas, each
+    split alike), scored by BFCL's checker."""
 
     def __init__(
         self,
@@ -94,12 +107,20 @@ class BfclBench(_Models):
         strong: str | None = None,
     ) -> None:
         super().__init__(model, strong)
-        cases = load_cases(category)
-        end = TEST_BLOCK + train + dev
         if test > TEST_BLOCK:
             raise UserError(
                 f"--test {test}: the BFCL test split is at most the first {TEST_BLOCK}."
             )
+        self.name = f"bfcl:{category}"
+        self.store = store
+        self._cases: dict[str, Case] = {}
+        self._splits: dict[Split, list[Case]] = {"test": [], "train": [], "dev": []}
+        for one in category.split(","):
+            self._add(one.strip(), train, dev, test)
+
+    def _add(self, category: str, train: int, dev: int, test: int) -> None:
+        cases = load_cases(category)
+        end = TEST_BLOCK + train + dev
         if len(cases) <= TEST_BLOCK + 2:
             raise UserError(
                 f"BFCL {category} has {len(cases)} cases, all in the test block (the first "
@@ -113,14 +134,10 @@ class BfclBench(_Models):
                 f"train and dev the {room} after; --train {train} + --dev {dev} is more. "
                 f"Ask for at most {room} together."
             )
-        self.name = f"bfcl:{category}"
-        self.store = store
-        self._cases = {c.id: c for c in cases}
-        self._splits: dict[Split, list[Case]] = {
-            "test": cases[:test],
-            "train": cases[TEST_BLOCK : TEST_BLOCK + train],
-            "dev": cases[TEST_BLOCK + train : end],
-        }
+        self._cases.update({c.id: c for c in cases})
+        self._splits["test"] += cases[:test]
+        self._splits["train"] += cases[TEST_BLOCK : TEST_BLOCK + train]
+        self._splits["dev"] += cases[TEST_BLOCK + train : end]
 
     def examples(self, split: Split) -> list[Example]:
         return [_example(c) for c in self._splits[split]]
@@ -179,6 +196,18 @@ class BfclBench(_Models):
 
     def knobs(self) -> list[dict[str, object]]:
         return self._knobs(BFCL_KNOBS)
+
+    async def turns(self, config: LoopConfig, example: Example) -> list[Turn]:
+        """The case's ground truth as the model's first turn, recorded through the real
+        loop under `config` and kept when BFCL's checker passes the calls the loop made
+        (`bfcl_teach`)."""
+        return await teach(self._cases[example.id], config)
+
+    def held_out(self) -> list[str]:
+        """Every test and dev request of these categories, and every request of the
+        categories never trained on (`bfcl_teach.NEVER_TRAINED`)."""
+        cases = [*self._splits["test"], *self._splits["dev"]]
+        return [_request(c) for c in cases] + never_trained_requests()
 
 
 class SuiteBench(_Models):

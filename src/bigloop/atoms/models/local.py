@@ -37,7 +37,7 @@ from bigloop.atoms.models.runaway import Runaway
 from bigloop.atoms.schema import grammar_safe
 
 _GRAMMAR_CACHE = 32
-_LOADED: dict[tuple[str, int, int], Any] = {}
+_LOADED: dict[tuple[str, int, int, str | None], Any] = {}
 _LOAD_LOCK = threading.Lock()
 _RATES: dict[tuple[str, int, int], Rates | None] = {}
 _IN_USE: dict[int, threading.Lock] = {}
@@ -143,6 +143,8 @@ class LocalModel:
             tool schemas) on disk, so a new process skips evaluating it (`PrefixStates`):
             True uses `$BIGLOOP_PREFIX_CACHE` ("off" turns it off) or the user cache
             folder, a path another folder, False turns it off.
+        lora: a GGUF LoRA adapter applied over the model (`bigloop optimize --step
+            finetune` makes one); a model with and without it are loaded separately.
     """
 
     def __init__(
@@ -155,10 +157,14 @@ class LocalModel:
         prefix_cache: bool | str | Path = True,
         name: str | None = None,
         max_waiting: int = 64,
+        lora: str | Path | None = None,
     ) -> None:
         if path is not None and not Path(path).is_file():
             raise UserError(f"Model file {path} does not exist. Pass the path of a .gguf file.")
+        if lora is not None and not Path(lora).is_file():
+            raise UserError(f"Adapter file {lora} does not exist. Pass a GGUF LoRA file.")
         self._path = Path(path) if path is not None else None
+        self._lora = Path(lora) if lora is not None else None
         self._name = name
         self._n_ctx = n_ctx
         self._n_threads = n_threads or os.cpu_count() or 2
@@ -211,7 +217,8 @@ class LocalModel:
     def name(self) -> str:
         if self._name:
             return self._name
-        return self._path.name if self._path else "qwen2.5-coder-0.5b-instruct (embedded)"
+        base = self._path.name if self._path else "qwen2.5-coder-0.5b-instruct (embedded)"
+        return f"{base} + {self._lora.name}" if self._lora else base
 
     @property
     def card(self) -> AtomCard:
@@ -228,7 +235,8 @@ class LocalModel:
         from bigloop.atoms.models.weights import default_model_path
 
         path = str(self._path or default_model_path())
-        key = (path, self._n_ctx, self._n_threads)
+        lora = str(self._lora) if self._lora else None
+        key = (path, self._n_ctx, self._n_threads, lora)
         with _LOAD_LOCK:
             if key not in _LOADED:
                 from bigloop.atoms.models.cpu import check_this_machine
@@ -247,6 +255,7 @@ class LocalModel:
                         model_path=path,
                         n_ctx=self._n_ctx,
                         n_threads=self._n_threads,
+                        lora_path=lora,
                         verbose=False,
                     )
                 except ValueError as e:
@@ -418,6 +427,9 @@ class LocalModel:
             stat = path.stat()
             key = f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}:{self._n_ctx}:"
             key += llama_cpp.__version__
+            if self._lora is not None:  # the adapter changes every state: part of the key
+                lora = self._lora.stat()
+                key += f":{self._lora.name}:{lora.st_size}:{lora.st_mtime_ns}"
             self._prompts = (PrefixStates(self._prefix_folder, key), formatter)
         return self._prompts
 

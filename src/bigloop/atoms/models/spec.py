@@ -11,10 +11,12 @@ from bigloop.atoms.models.base import ChatModel
 @dataclass(frozen=True, kw_only=True)
 class ModelSpec:
     """`name` is "embedded", an installable local model's short name ("coder-1.5b"), a
-    .gguf path, or a server's model name with `base_url`."""
+    .gguf path, or a server's model name with `base_url`; `adapter` a GGUF LoRA applied
+    over a local model."""
 
     name: str = "embedded"
     base_url: str | None = None
+    adapter: str | None = None
 
     def build(self) -> ChatModel:
         """The model this spec names (the embedded one is loaded on first use).
@@ -27,13 +29,16 @@ class ModelSpec:
         from bigloop.atoms.models.weights import PACKAGED, model_path
 
         if self.base_url:
+            if self.adapter:
+                raise UserError("An adapter applies to a local model, not to a server's.")
             return OpenAIModel(self.name, base_url=self.base_url)
+        lora = self.adapter
         if self.name == "embedded":
-            return LocalModel()
+            return LocalModel(lora=lora)
         if self.name in PACKAGED:
-            return LocalModel(model_path(self.name), name=self.name)
+            return LocalModel(model_path(self.name), name=self.name, lora=lora)
         if self.name.endswith(".gguf"):
-            return LocalModel(self.name)
+            return LocalModel(self.name, lora=lora)
         raise UserError(
             f"--model {self.name!r}: use 'embedded', a .gguf file, an installable model "
             f"({', '.join(map(repr, PACKAGED))}), or a model name with --base-url URL for "

@@ -101,7 +101,7 @@ def _verified(file: str, parts: list[tuple[str, str]], size: int, sha256: str, h
         return target
     if not target.exists() or target.stat().st_size != size:
         _join_parts(target, _part_paths(parts, hint), size, hint)
-    digest = _sha256(target)
+    digest = file_sha256(target)
     if digest != sha256:
         target.unlink()
         raise WeightsError(
@@ -142,7 +142,8 @@ def _join_parts(target: Path, parts: list[Path], expected: int, hint: str) -> No
     partial.replace(target)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in 4 MiB blocks."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         while block := f.read(1 << 22):

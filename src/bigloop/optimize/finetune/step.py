@@ -1,0 +1,187 @@
+"""The optimizer's `finetune` step: probe, gather verified turns, train, export, accept.
+
+1. Probe: run the current loop on the training examples; its failures are grouped by
+   what went wrong (the checker's verdict) and weigh double in the data.
+2. Gather: the bench turns each training example into verified training turns
+   (`TeachesTurns.turns`: the target replayed through the real loop, kept only when the
+   bench's checker passes what the loop made of it).
+3. Train a LoRA adapter (`train.train_adapter`) and export it as a GGUF LoRA.
+4. The candidate is the current config with the adapter; the optimizer keeps it only when
+   it beats the current config on dev. `rounds` > 1 repeats 1–4 from the tuned loop,
+   its new failures weighing double, each round's dev score in the record (the curve).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from bigloop.config import LoopConfig
+from bigloop.optimize.bench import Example, Outcome
+from bigloop.optimize.evaluate import Evaluator, Scores
+from bigloop.optimize.finetune.train import LoraSettings, Trained, train_adapter
+from bigloop.optimize.finetune.turns import Turn, save_turns
+
+
+@runtime_checkable
+class TeachesTurns(Protocol):
+    """A bench whose examples can become training turns."""
+
+    async def turns(self, config: LoopConfig, example: Example) -> list[Turn]:
+        """The verified turns of `example` under `config` (empty: none could be made)."""
+        ...
+
+    def held_out(self) -> list[str]:
+        """Requests training must not copy (every test and dev request)."""
+        ...
+
+
+@dataclass(kw_only=True)
+class Round:
+    """One probe → gather → train round, as recorded in the config's provenance."""
+
+    round: int
+    train_right: int
+    train_n: int
+    failures: dict[str, int]
+    turns: int
+    data_sha256: str
+    dev_right: int
+    dev_n: int
+    training: dict[str, object]
+    adapter: str
+    adapter_sha256: str
+
+
+async def finetune(
+    bench: TeachesTurns,
+    evaluator: Evaluator,
+    current: LoopConfig,
+    train: list[Example],
+    dev: list[Example],
+    *,
+    base_gguf: Path,
+    folder: Path,
+    settings: LoraSettings,
+    rounds: int = 1,
+    log: Callable[[str], None] = lambda line: None,
+) -> tuple[LoopConfig, Scores, list[Round]]:
+    """The best config of `rounds` rounds (the last round's adapter is trained on every
+    round's failures) with its dev scores, and the record of each round."""
+    from bigloop.atoms.models.weights import file_sha256
+    from bigloop.optimize.finetune.export import to_gguf
+
+    candidate, record = current, []
+    best: tuple[LoopConfig, Scores] | None = None
+    weak: set[str] = set()
+    for k in range(1, rounds + 1):
+        probe = await evaluator.score(candidate, train)
+        failures = _failure_kinds(probe.failures())
+        weak |= {o.example_id for o in probe.failures()}
+        log(
+            f"[finetune] round {k}: the loop is right on {probe.right}/{len(train)} "
+            "training examples"
+        )
+        turns = await _gather(bench, current, train, weak, log)
+        where = folder / f"round{k}"
+        data_sha = save_turns(turns, where / "turns.jsonl")
+        trained = train_adapter(turns, base_gguf, where, settings, _progress(log))
+        adapter = to_gguf(trained.adapter, base_gguf, where / "adapter.gguf")
+        digest = file_sha256(adapter)
+        candidate = current.model_copy(
+            update={"adapter": str(adapter.resolve()), "adapter_sha256": digest}
+        )
+        scores = await evaluator.score(candidate, dev)
+        log(
+            f"[finetune] round {k}: dev {scores.right}/{len(dev)} with the adapter "
+            f"({_cost(trained)})"
+        )
+        record.append(
+            Round(
+                round=k,
+                train_right=probe.right,
+                train_n=len(train),
+                failures=failures,
+                turns=len(turns),
+                data_sha256=data_sha,
+                dev_right=scores.right,
+                dev_n=len(dev),
+                training=trained.summary(),
+                adapter=str(adapter),
+                adapter_sha256=digest,
+            )
+        )
+        if best is None or scores.mean > best[1].mean:
+            best = (candidate, scores)
+    assert best is not None
+    return best[0], best[1], record
+
+
+async def _gather(
+    bench: TeachesTurns,
+    config: LoopConfig,
+    train: list[Example],
+    weak: set[str],
+    log: Callable[[str], None],
+) -> list[Turn]:
+    """Every training example's verified turns, twice for one the loop failed (`weak`);
+    turns whose request
+    copies a held-out one (8-word overlap above a third) are dropped and counted."""
+    from bigloop.optimize.finetune.turns import ngrams, overlap
+
+    held: set[tuple[str, ...]] = set()
+    for request in bench.held_out():
+        held |= ngrams(request)
+    turns: list[Turn] = []
+    unverified = copies = 0
+    for example in train:
+        made = await bench.turns(config, example)
+        unverified += not made
+        kept = [t for t in made if overlap(t.request, held) <= 1 / 3]
+        copies += len(made) - len(kept)
+        turns += kept * (2 if example.id in weak else 1)
+    log(
+        f"[finetune] {len(turns)} training turns from {len(train)} examples; "
+        f"{unverified} could not be verified, {copies} dropped as near-copies of held-out requests"
+    )
+    return turns
+
+
+def _failure_kinds(failures: list[Outcome]) -> dict[str, int]:
+    """How many failures of each kind: the first words of the checker's verdict."""
+    kinds = collections.Counter(
+        (o.critique.split(":", 2)[1].strip() if o.critique.count(":") >= 2 else "other")[:60]
+        for o in failures
+    )
+    return dict(kinds.most_common())
+
+
+def _progress(log: Callable[[str], None]) -> Callable[[int, int, int, float, float], None]:
+    """Training progress as a log line every twentieth of the run."""
+    first: list[int] = []
+
+    def report(done: int, total: int, tokens: int, loss: float, spent: float) -> None:
+        first[:] = first or [done - 1]
+        if done % max(total // 20, 1) and done != total:
+            return
+        eta = spent / (done - first[0]) * (total - done)
+        log(
+            f"[finetune] trained {done}/{total} examples, loss {loss:.3f}, "
+            f"{tokens / spent:.0f} tokens/s, ETA {eta / 60:.1f} min"
+        )
+
+    return report
+
+
+def _cost(trained: Trained) -> str:
+    return (
+        f"{trained.steps} examples, {trained.tokens} tokens in {trained.seconds / 60:.1f} min on "
+        f"{trained.device} ({trained.dtype})"
+    )
+
+
+def rounds_record(rounds: list[Round]) -> list[dict[str, object]]:
+    return [asdict(r) for r in rounds]

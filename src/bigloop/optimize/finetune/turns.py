@@ -1,0 +1,123 @@
+"""Training turns: what the model read at one turn of a real run, and what it should write.
+
+A `Turn` holds the plain chat the loop sent (`to_plain_chat` of the run's messages and
+offered tools, so training and serving see the same text) and the target reply in the
+JSON form the loop asks for. `Recorder` is the model that captures them: run the real
+`Loop` with it, and it answers each turn with the verified target while keeping the
+prompt it was given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bigloop._errors import UserError
+from bigloop.atoms.card import AtomCard
+from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolSpec, Usage
+from bigloop.atoms.models.prompts import render_call_reply, to_plain_chat
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn:
+    """One training example.
+
+    Attributes:
+        chat: the messages the model read (role/content), system prompt first.
+        reply: what it should have written, e.g. `{"tool_calls": [...]}`.
+        source: where the example comes from (a bench example id).
+        family: the kind of task (a BFCL category, a suite family), for reports.
+    """
+
+    chat: list[dict[str, str]]
+    reply: str
+    source: str
+    family: str
+
+    @property
+    def request(self) -> str:
+        """The user's request: the last user turn's text (for dedupe against tests)."""
+        return next((m["content"] for m in reversed(self.chat) if m["role"] == "user"), "")
+
+
+def turn_from(
+    messages: list[Message],
+    tools: list[ToolSpec],
+    reply: ModelResponse,
+    *,
+    source: str,
+    family: str,
+) -> Turn:
+    """The turn the loop prompted with `messages` and `tools`, answered by `reply`."""
+    return Turn(
+        chat=to_plain_chat(messages, tools),
+        reply=render_call_reply(reply.as_message()),
+        source=source,
+        family=family,
+    )
+
+
+class Recorder:
+    """A chat model that answers with `targets` in order and records each prompt as a
+    `Turn`; past the last target it answers "" (the run ends without an answer)."""
+
+    def __init__(self, targets: Iterable[ModelResponse], *, source: str, family: str) -> None:
+        self._targets = list(targets)
+        self._source = source
+        self._family = family
+        self.turns: list[Turn] = []
+
+    @property
+    def name(self) -> str:
+        return "recorder"
+
+    @property
+    def card(self) -> AtomCard:
+        return AtomCard(name="recorder", kind="model", description="replays verified targets")
+
+    async def chat(
+        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> ModelResponse:
+        if len(self.turns) >= len(self._targets):
+            return ModelResponse(text="", usage=Usage())
+        target = self._targets[len(self.turns)]
+        self.turns.append(
+            turn_from(messages, tools, target, source=self._source, family=self._family)
+        )
+        return target
+
+
+def save_turns(turns: list[Turn], path: Path) -> str:
+    """Write `turns` as JSON lines; returns their sha256 (the data's identity)."""
+    text = "".join(json.dumps(asdict(t), ensure_ascii=False) + "\n" for t in turns)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_turns(path: Path) -> list[Turn]:
+    """The turns `save_turns` wrote.
+
+    Raises:
+        UserError: the file is missing or a line is not a turn.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [Turn(**json.loads(line)) for line in lines if line.strip()]
+    except (OSError, ValueError, TypeError) as e:
+        raise UserError(f"Cannot read training turns from {path}: {e}") from None
+
+
+def ngrams(text: str, n: int = 8) -> set[tuple[str, ...]]:
+    """The word n-grams of `text`, lowercased (for near-copy checks)."""
+    words = text.lower().split()
+    return {tuple(words[i : i + n]) for i in range(max(len(words) - n + 1, 1))} if words else set()
+
+
+def overlap(request: str, held_out: set[tuple[str, ...]], n: int = 8) -> float:
+    """The share of `request`'s word n-grams found in `held_out`'s."""
+    grams = ngrams(request, n)
+    return len(grams & held_out) / len(grams) if grams else 0.0
