@@ -17,6 +17,8 @@ def test_defaults_are_the_cli_defaults() -> None:
     assert config.model_dump() == {
         "model": "embedded",
         "base_url": None,
+        "adapter": None,
+        "adapter_sha256": None,
         "escalate": None,
         "tools": None,
         "files": None,

@@ -14,6 +14,7 @@ from bigloop_eval.bfcl_data import load_cases
 from bigloop_eval.bfcl_teach import NEVER_TRAINED, TRAINABLE, target, teach
 
 from bigloop import FunctionModel, Loop, ToolSpec, UserError, tool
+from bigloop._errors import WeightsError
 from bigloop.atoms.models.base import ModelResponse, ToolCall
 from bigloop.atoms.models.spec import ModelSpec
 from bigloop.config import LoopConfig
@@ -230,3 +231,21 @@ def test_the_step_keeps_the_adapter_only_on_dev_gain(
     assert rounds[0]["failures"] == {"y": 2}  # the probe's failures, grouped
     assert len(trained[0]) == 6  # 4 training turns, the 2 failures twice
     assert result.provenance["dev_before"] == 0.5 and result.provenance["dev_after"] == 1.0
+
+
+def test_a_tuned_short_name_loads_its_checked_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bigloop.atoms.models import weights
+    from bigloop.atoms.models.local import LocalModel
+
+    (tmp_path / "t.gguf").write_bytes(b"adapter")
+    digest = weights.file_sha256(tmp_path / "t.gguf")
+    entry = weights.Tuned(base="embedded", adapter="t.gguf", sha256=digest, config="t.json")
+    monkeypatch.setattr(weights, "ADAPTERS", tmp_path)
+    monkeypatch.setattr(weights, "TUNED", {"embedded-t": entry})
+    model = ModelSpec(name="embedded-t").build()
+    assert isinstance(model, LocalModel) and model.name == "embedded-t"
+    (tmp_path / "t.gguf").write_bytes(b"changed")
+    with pytest.raises(WeightsError, match="missing or damaged"):
+        ModelSpec(name="embedded-t").build()

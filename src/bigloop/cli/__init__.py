@@ -100,6 +100,14 @@ def run(
         ),
     ] = None,
     base_url: BaseUrlOpt = None,
+    adapter: Annotated[
+        Path | None,
+        typer.Option(
+            "--adapter",
+            help="A GGUF LoRA adapter applied over the local model (`bigloop optimize "
+            "--step finetune` trains one).",
+        ),
+    ] = None,
     escalate: Annotated[
         str | None,
         typer.Option(
@@ -203,6 +211,7 @@ def run(
     given = {
         "model": model,
         "base_url": base_url,
+        "adapter": str(adapter.resolve()) if adapter else None,
         "escalate": escalate,
         "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
         "files": str(files) if files else None,

@@ -250,14 +250,18 @@ class LocalModel:
                         "llama-cpp-python is not installed; install `bigloop[local]` "
                         "(or run `make setup`) to use the embedded model."
                     ) from None
+                from llama_cpp._utils import suppress_stdout_stderr
+
                 try:
-                    _LOADED[key] = llama_cpp.Llama(
-                        model_path=path,
-                        n_ctx=self._n_ctx,
-                        n_threads=self._n_threads,
-                        lora_path=lora,
-                        verbose=False,
-                    )
+                    # llama.cpp writes a line per adapter tensor to stderr, whatever verbose
+                    with suppress_stdout_stderr(disable=lora is None):
+                        _LOADED[key] = llama_cpp.Llama(
+                            model_path=path,
+                            n_ctx=self._n_ctx,
+                            n_threads=self._n_threads,
+                            lora_path=lora,
+                            verbose=False,
+                        )
                 except ValueError as e:
                     raise ModelUnavailable(f"Could not load {path}: {e}") from None
                 _IN_USE[id(_LOADED[key])] = threading.Lock()

@@ -26,13 +26,17 @@ class ModelSpec:
         """
         from bigloop.atoms.models.local import LocalModel
         from bigloop.atoms.models.openai_compat import OpenAIModel
-        from bigloop.atoms.models.weights import PACKAGED, model_path
+        from bigloop.atoms.models.weights import PACKAGED, TUNED, model_path, tuned_adapter
 
         if self.base_url:
             if self.adapter:
                 raise UserError("An adapter applies to a local model, not to a server's.")
             return OpenAIModel(self.name, base_url=self.base_url)
         lora = self.adapter
+        if self.name in TUNED:
+            base = TUNED[self.name].base
+            path = None if base == "embedded" else model_path(base)
+            return LocalModel(path, name=self.name, lora=lora or tuned_adapter(self.name))
         if self.name == "embedded":
             return LocalModel(lora=lora)
         if self.name in PACKAGED:
@@ -41,6 +45,6 @@ class ModelSpec:
             return LocalModel(self.name, lora=lora)
         raise UserError(
             f"--model {self.name!r}: use 'embedded', a .gguf file, an installable model "
-            f"({', '.join(map(repr, PACKAGED))}), or a model name with --base-url URL for "
-            "an OpenAI-compatible server."
+            f"({', '.join(map(repr, [*PACKAGED, *TUNED]))}), or a model name with "
+            "--base-url URL for an OpenAI-compatible server."
         )

@@ -51,6 +51,37 @@ PACKAGED = {
 """Installable local models besides the embedded one, by short name (`--model NAME`)."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class Tuned:
+    """A shipped LoRA adapter for a packaged model (`bigloop optimize --step finetune`
+    made it; `config` is the LoopConfig it was accepted in, with its provenance)."""
+
+    base: str
+    adapter: str
+    sha256: str
+    config: str
+
+
+ADAPTERS = Path(__file__).parent / "adapters"
+TUNED: dict[str, Tuned] = {}
+"""Tuned variants of the packaged models, by short name (`--model NAME`)."""
+
+
+def tuned_adapter(name: str) -> Path:
+    """The adapter file of a `TUNED` model, hash-checked.
+
+    Raises:
+        WeightsError: the file is missing or not the one shipped.
+    """
+    tuned = TUNED[name]
+    path = ADAPTERS / tuned.adapter
+    if not path.is_file() or file_sha256(path) != tuned.sha256:
+        raise WeightsError(
+            f"The adapter of {name} ({path}) is missing or damaged; reinstall bigloop."
+        )
+    return path
+
+
 def model_path(name: str) -> Path:
     """Path of a packaged model ("embedded" or a `PACKAGED` name), joined on first use.
 
