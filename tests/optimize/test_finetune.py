@@ -249,3 +249,18 @@ def test_a_tuned_short_name_loads_its_checked_adapter(
     (tmp_path / "t.gguf").write_bytes(b"changed")
     with pytest.raises(WeightsError, match="missing or damaged"):
         ModelSpec(name="embedded-t").build()
+
+
+def test_answer_turns_are_capped_to_their_share() -> None:
+    from bigloop.optimize.finetune.step import _capped
+
+    def turn(reply: str, k: int) -> Turn:
+        return Turn(
+            chat=[{"role": "user", "content": str(k)}], reply=reply, source=str(k), family="f"
+        )
+
+    calls = [turn('{"tool_calls": []}', k) for k in range(19)]
+    answers = [turn('{"answer": "no"}', k) for k in range(10)]
+    kept = _capped(calls + answers, 0.05, lambda line: None)
+    assert kept[:19] == calls and len(kept) == 20  # 1 answer turn: 5% of 20
+    assert _capped(calls + answers[:1], 0.05, lambda line: None) == calls + answers[:1]
