@@ -24,8 +24,9 @@ def fingerprint(config: LoopConfig) -> str:
     """What identifies a config's behaviour: every field but its provenance."""
     data = config.model_dump(mode="json", exclude={"provenance"})
     data["off"] = sorted(data["off"])
-    if data["escalate"] is None:  # added later: unset, it keeps the old fingerprints
-        del data["escalate"]
+    for later in ("escalate", "adapter", "adapter_sha256"):
+        if data[later] is None:  # added later: unset, they keep the old fingerprints
+            del data[later]
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -62,6 +62,22 @@ class Round:
     adapter_sha256: str
 
 
+@dataclass(kw_only=True)
+class _Job:
+    """What every round shares: the bench, evaluator, base config, splits and settings."""
+
+    bench: TeachesTurns
+    evaluator: Evaluator
+    current: LoopConfig
+    train: list[Example]
+    dev: list[Example]
+    base_gguf: Path
+    folder: Path
+    settings: LoraSettings
+    answer_share: float
+    log: Callable[[str], None]
+
+
 async def finetune(
     bench: TeachesTurns,
     evaluator: Evaluator,
@@ -78,53 +94,67 @@ async def finetune(
 ) -> tuple[LoopConfig, Scores, list[Round]]:
     """The best config of `rounds` rounds (the last round's adapter is trained on every
     round's failures) with its dev scores, and the record of each round."""
-    from bigloop.atoms.models.weights import file_sha256
-    from bigloop.optimize.finetune.export import to_gguf
-
+    job = _Job(
+        bench=bench,
+        evaluator=evaluator,
+        current=current,
+        train=train,
+        dev=dev,
+        base_gguf=base_gguf,
+        folder=folder,
+        settings=settings,
+        answer_share=answer_share,
+        log=log,
+    )
     candidate, record = current, []
     best: tuple[LoopConfig, Scores] | None = None
     weak: set[str] = set()
     for k in range(1, rounds + 1):
-        probe = await evaluator.score(candidate, train)
-        failures = _failure_kinds(probe.failures())
-        weak |= {o.example_id for o in probe.failures()}
-        log(
-            f"[finetune] round {k}: the loop is right on {probe.right}/{len(train)} "
-            "training examples"
-        )
-        turns = _capped(await _gather(bench, current, train, weak, log), answer_share, log)
-        where = folder / f"round{k}"
-        data_sha = save_turns(turns, where / "turns.jsonl")
-        trained = train_adapter(turns, base_gguf, where, settings, _progress(log))
-        adapter = to_gguf(trained.adapter, base_gguf, where / "adapter.gguf")
-        digest = file_sha256(adapter)
-        candidate = current.model_copy(
-            update={"adapter": str(adapter.resolve()), "adapter_sha256": digest}
-        )
-        scores = await evaluator.score(candidate, dev)
-        log(
-            f"[finetune] round {k}: dev {scores.right}/{len(dev)} with the adapter "
-            f"({_cost(trained)})"
-        )
-        record.append(
-            Round(
-                round=k,
-                train_right=probe.right,
-                train_n=len(train),
-                failures=failures,
-                turns=len(turns),
-                data_sha256=data_sha,
-                dev_right=scores.right,
-                dev_n=len(dev),
-                training=trained.summary(),
-                adapter=str(adapter),
-                adapter_sha256=digest,
-            )
-        )
+        candidate, scores, done = await _round(job, k, candidate, weak)
+        record.append(done)
         if best is None or scores.mean > best[1].mean:
             best = (candidate, scores)
     assert best is not None
     return best[0], best[1], record
+
+
+async def _round(
+    job: _Job, k: int, candidate: LoopConfig, weak: set[str]
+) -> tuple[LoopConfig, Scores, Round]:
+    """Round `k`: probe `candidate` on train (its failures join `weak`), gather the
+    turns, train, export; the new candidate with its dev scores and the round's record."""
+    from bigloop.atoms.models.weights import file_sha256
+    from bigloop.optimize.finetune.export import to_gguf
+
+    probe = await job.evaluator.score(candidate, job.train)
+    weak |= {o.example_id for o in probe.failures()}
+    job.log(f"[finetune] round {k}: the loop is right on {probe.right}/{len(job.train)} training")
+    gathered = await _gather(job.bench, job.current, job.train, weak, job.log)
+    turns = _capped(gathered, job.answer_share, job.log)
+    where = job.folder / f"round{k}"
+    data_sha = save_turns(turns, where / "turns.jsonl")
+    trained = train_adapter(turns, job.base_gguf, where, job.settings, _progress(job.log))
+    adapter = to_gguf(trained.adapter, job.base_gguf, where / "adapter.gguf")
+    digest = file_sha256(adapter)
+    tuned = job.current.model_copy(
+        update={"adapter": str(adapter.resolve()), "adapter_sha256": digest}
+    )
+    scores = await job.evaluator.score(tuned, job.dev)
+    job.log(f"[finetune] round {k}: dev {scores.right}/{len(job.dev)} ({_cost(trained)})")
+    done = Round(
+        round=k,
+        train_right=probe.right,
+        train_n=len(job.train),
+        failures=_failure_kinds(probe.failures()),
+        turns=len(turns),
+        data_sha256=data_sha,
+        dev_right=scores.right,
+        dev_n=len(job.dev),
+        training=trained.summary(),
+        adapter=str(adapter),
+        adapter_sha256=digest,
+    )
+    return tuned, scores, done
 
 
 async def _gather(
