@@ -264,3 +264,13 @@ def test_answer_turns_are_capped_to_their_share() -> None:
     kept = _capped(calls + answers, 0.05, lambda line: None)
     assert kept[:19] == calls and len(kept) == 20  # 1 answer turn: 5% of 20
     assert _capped(calls + answers[:1], 0.05, lambda line: None) == calls + answers[:1]
+
+
+def test_the_shipped_adapter_is_the_one_its_hash_names() -> None:
+    from bigloop.atoms.models import weights
+
+    for name, tuned in weights.TUNED.items():
+        path = weights.tuned_adapter(name)
+        assert path.name == tuned.adapter and path.stat().st_size < 32 * 1024 * 1024
+        reader = gguf.GGUFReader(path)
+        assert bytes(reader.fields["general.type"].parts[-1]).decode() == "adapter"

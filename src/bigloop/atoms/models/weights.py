@@ -63,7 +63,14 @@ class Tuned:
 
 
 ADAPTERS = Path(__file__).parent / "adapters"
-TUNED: dict[str, Tuned] = {}
+TUNED: dict[str, Tuned] = {
+    "embedded-tuned": Tuned(
+        base="embedded",
+        adapter="embedded-tuned.gguf",
+        sha256="7f614a8811f8c5a50e75000d036cb55299008a93c81039d06ebc31b70724a61e",
+        config="bench/results/finetune/tuned.json",
+    ),
+}
 """Tuned variants of the packaged models, by short name (`--model NAME`)."""
 
 
