@@ -172,7 +172,9 @@ class TurnsBench:
     async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
         right = int(example.id.rsplit("-")[1]) < 2 or config.adapter is not None
         return Outcome(
-            example_id=example.id, score=float(right), critique="" if right else "x: y: z"
+            example_id=example.id,
+            score=float(right),
+            critique="" if right else "BFCL checker: value_error:others: wrong k",
         )
 
     async def turns(self, config: LoopConfig, example: Example) -> list[Turn]:
@@ -228,7 +230,7 @@ def test_the_step_keeps_the_adapter_only_on_dev_gain(
     assert result.provenance is not None
     rounds = result.provenance["finetune"]
     assert [r["round"] for r in rounds] == [1, 2] and rounds[0]["dev_right"] == 4
-    assert rounds[0]["failures"] == {"y": 2}  # the probe's failures, grouped
+    assert rounds[0]["failures"] == {"value_error:others": 2}  # the probe's failures, grouped
     assert len(trained[0]) == 6  # 4 training turns, the 2 failures twice
     assert result.provenance["dev_before"] == 0.5 and result.provenance["dev_after"] == 1.0
 

@@ -204,12 +204,10 @@ def _capped(turns: list[Turn], share: float, log: Callable[[str], None]) -> list
 
 
 def _failure_kinds(failures: list[Outcome]) -> dict[str, int]:
-    """How many failures of each kind: the first words of the checker's verdict."""
-    kinds = collections.Counter(
-        (o.critique.split(":", 2)[1].strip() if o.critique.count(":") >= 2 else "other")[:60]
-        for o in failures
-    )
-    return dict(kinds.most_common())
+    """How many failures of each kind (`data.signature`: BFCL's error type, ...)."""
+    from bigloop.optimize.data import signature
+
+    return dict(collections.Counter(signature(o) for o in failures).most_common())
 
 
 def _progress(log: Callable[[str], None]) -> Callable[[int, int, int, float, float], None]:
