@@ -38,6 +38,17 @@ if { [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; } \
   fi
 fi
 
+# Debian's bubblewrap and libseccomp: run_python's kernel boundary (namespaces, seccomp).
+# Without them run_python is refused, never run unconfined.
+if ! command -v bwrap > /dev/null && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+  echo "bigloop setup: installing bubblewrap (apt-get)..." >&2
+  if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 > /dev/null \
+    || { DEBIAN_FRONTEND=noninteractive apt-get update -qq > /dev/null \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 > /dev/null; }; }; then
+    echo "bigloop setup: could not install bubblewrap; run_python will be refused" >&2
+  fi
+fi
+
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   exit 0
 fi

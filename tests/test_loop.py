@@ -210,7 +210,7 @@ def test_trace_written_and_resume_skips_completed_calls(tmp_path: Path) -> None:
     store = TraceStore(tmp_path / "t.db")
     runs: list[str] = []
 
-    @tool(idempotent=False)
+    @tool(idempotent=False, effect="write")
     def charge(amount: int) -> str:
         """Charge a card."""
         runs.append(f"charge {amount}")

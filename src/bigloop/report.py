@@ -236,6 +236,8 @@ def print_doctor(console: Console, found: dict[str, Any], trouble: list[str]) ->
         )
     for m in found["models"]:
         console.print(f"model {m['name']}: {m['state']} · sha256 {m['sha256'][:16]}… · {m['file']}")
+    if layers := found.get("python_sandbox", {}).get("layers"):
+        console.print(f"run_python sandbox: {'; '.join(layers)}")
     if rates := found.get("rates"):
         console.print(
             f"rates: reads {rates['prompt_tokens_per_s']} tokens/s, writes "

@@ -37,7 +37,7 @@ SENT: list[tuple[str, str]] = []
 """The notes `send_note` sent (each test module clears it in `setup_function`)."""
 
 
-@tool(idempotent=False)
+@tool(idempotent=False, effect="write")
 def send_note(receiver: str, text: str) -> str:
     """Send a note to a person.
 

@@ -162,7 +162,8 @@ def test_ten_megabytes_or_an_error_are_failures_and_the_connection_stays() -> No
         "irreversible",
         False,
     )
-    assert (tools["note"].effect, tools["note"].idempotent) == ("write", False)
+    # no annotations: MCP's default is destructive, and undescribed side effects are gated
+    assert (tools["note"].effect, tools["note"].idempotent) == ("irreversible", False)
 
 
 def test_a_server_slow_to_start_fails_within_the_connect_timeout() -> None:

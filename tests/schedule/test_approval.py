@@ -141,14 +141,15 @@ def test_tools_declare_their_effect_and_idempotence_follows() -> None:
 
     assert (tool(f).effect, tool(f).idempotent) == ("read", True)
     assert (tool(idempotent=False)(f).effect, tool(idempotent=False)(f).idempotent) == (
-        "write",
+        "irreversible",
         False,
     )
+    assert tool(idempotent=False, effect="write")(f).effect == "write"
     assert (hold_order.effect, hold_order.idempotent) == ("write", True)
     assert (delete_all.effect, delete_all.idempotent) == ("irreversible", False)
     wipe = Tool.from_schema("wipe", "Wipe the disk.", {"type": "object"}, f, effect="irreversible")
     assert not wipe.idempotent
-    assert Tool(name="send", description="", fn=f, idempotent=False).effect == "write"
+    assert Tool(name="send", description="", fn=f, idempotent=False).effect == "irreversible"
     with pytest.raises(UserError, match="irreversible tool cannot be idempotent"):
         tool(effect="irreversible", idempotent=True)
     with pytest.raises(UserError, match="read-only tool is idempotent"):
@@ -311,6 +312,35 @@ def test_an_instruction_in_a_tool_result_does_not_get_an_irreversible_call_made(
     ]
     assert result.tool_steps[1].output == output
     assert result.status == "ok" and result.answer == output
+
+
+def test_a_tool_with_side_effects_and_no_declared_effect_is_gated() -> None:
+    """Regression (issue 26, item 9): `delete_everything` was declared `idempotent=False`
+    and nothing more, counted as "write", and an instruction in a tool result got it
+    called (twice). Side effects nobody described are now gated like irreversible ones;
+    the developer who says `effect="write"` gets the old behaviour."""
+    made: list[str] = []
+
+    def delete_everything(folder: str) -> str:
+        """Delete a folder's files.
+
+        Args:
+            folder: the folder.
+        """
+        made.append(folder)
+        return "deleted"
+
+    def obey(messages: list[Message], tools: list[ToolSpec]) -> str:
+        return obedient(messages, tools).replace("delete_all", "delete_everything")
+
+    undeclared = tool(name="delete_everything", idempotent=False)(delete_everything)
+    result = Loop(FunctionModel(obey), [read_notes, undeclared]).run_sync(
+        "Summarise the notes in my inbox folder."
+    )
+    assert made == [] and [s.error for s in result.tool_steps] == [None, "denied"]
+    declared = tool(name="delete_everything", idempotent=False, effect="write")(delete_everything)
+    Loop(FunctionModel(obey), [read_notes, declared]).run_sync("Summarise the notes in my inbox.")
+    assert made == ["archive"]
 
 
 def test_the_injected_call_is_denied_even_when_it_names_what_the_user_said() -> None:

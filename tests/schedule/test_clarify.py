@@ -9,7 +9,7 @@ from bigloop import Clarify, Loop, ReactPlanner, ScriptedModel, ToolCall, ToolSp
 SENT: list[tuple[str, str]] = []
 
 
-@tool(idempotent=False)
+@tool(idempotent=False, effect="write")
 def send_message(receiver: str, text: str) -> str:
     """Send a message to a person.
 

@@ -189,7 +189,7 @@ def test_structured_settings_reach_the_model() -> None:
 def test_side_effects_keep_the_planned_order() -> None:
     log: list[str] = []
 
-    @tool(idempotent=False)
+    @tool(idempotent=False, effect="write")
     async def cd(folder: str) -> str:
         """Change folder."""
         await asyncio.sleep(0.1)

@@ -40,7 +40,7 @@ def fetch_and_charge(db: Path, ledger: Path, *, slow: bool) -> Loop:
             await asyncio.sleep(60)
         return f"{item}: in stock"
 
-    @tool(idempotent=False)
+    @tool(idempotent=False, effect="write")
     async def charge(item: str) -> str:
         """Charge the customer for an item (must happen once)."""
         _log(ledger, f"charge {item}")

@@ -37,6 +37,10 @@ KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx"
         ("password=hunter2 user=ann", f"password={REDACTED} user=ann"),
         ('{"api_key": "abc123", "city": "Oslo"}', f'{{"api_key": "{REDACTED}", "city": "Oslo"}}'),
         ("DB_PASSWORD: pa55", f"DB_PASSWORD: {REDACTED}"),
+        ("Authorization: Basic YW5uOmh1bnRlcjIy", f"Authorization: Basic {REDACTED}"),
+        ("my password is hunter22.", f"my password is {REDACTED}."),
+        ("The API key is abc-123-def, use it", f"The API key is {REDACTED}, use it"),
+        ('my passphrase was "correct horse"', f'my passphrase was "{REDACTED}"'),
         (
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
             REDACTED,
@@ -56,6 +60,8 @@ def test_patterns_redact_credentials(text: str, redacted: str) -> None:
         "The monkey=3 and a key=value pair in prose",
         "sk-short is not a key; neither is task-1234",
         "What is 17.5% of 2,480?",
+        "Basic arithmetic is Basic knowledge",
+        "Reset the password if it is forgotten; the password policy is strict.",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
@@ -250,3 +256,32 @@ def test_a_value_redacted_under_a_secret_key_is_redacted_everywhere_after(
     stored = [str(s.output) + str(s.input) for s in store.steps(result.run_id)]
     assert not any("hunter22x" in s for s in stored)
     assert "hunter22x" not in str(store.run(result.run_id).answer)
+
+
+def test_a_secret_said_in_the_task_is_redacted_wherever_it_appears_after(
+    tmp_path: Path,
+) -> None:
+    """Regression (issue 26, item 12): "my password is ..." in a task was stored; so were
+    the password in the call's arguments and the tool's echo of it."""
+    from bigloop import Loop, ScriptedModel, TraceStore, tool
+
+    @tool
+    def login(user: str, secret: str) -> str:
+        """Log in.
+
+        Args:
+            user: who.
+            secret: what they said.
+        """
+        return f"welcome {user} ({secret})"
+
+    store = TraceStore(tmp_path / "t.db")
+    call = {"name": "login", "arguments": {"user": "ann", "secret": "tulip-9931"}}
+    script = [json.dumps({"tool_calls": [call]}), json.dumps({"answer": "Logged in."})]
+    task = "Log ann in; my password is tulip-9931."
+    result = Loop(ScriptedModel(script), [login], store=store).run_sync(task)
+    run = store.run(result.run_id)
+    stored = [run.task, *(str(s.output) + str(s.input) for s in store.steps(result.run_id))]
+    assert run.task == f"Log ann in; my password is {REDACTED}."
+    assert not any("tulip-9931" in s for s in stored), stored
+    store.close()

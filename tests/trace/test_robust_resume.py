@@ -36,7 +36,7 @@ def interrupted(store: TraceStore, run_id: str = "run1") -> None:
 def payer(db: Path, ledger: Path, gate: Path | None = None) -> Loop:
     """A loop whose `pay` is not idempotent; with `gate`, it waits for that file first."""
 
-    @tool(idempotent=False)
+    @tool(idempotent=False, effect="write")
     async def pay(amount: int) -> str:
         """Pay an amount."""
         with ledger.open("a") as f:

@@ -46,7 +46,7 @@ def interrupted(store: TraceStore, run_id: str = "run1") -> None:
 
 
 def payer(store: TraceStore, paid: list[int]) -> Loop:
-    @tool(idempotent=False)
+    @tool(idempotent=False, effect="write")
     def pay(amount: int) -> str:
         """Pay an amount."""
         paid.append(amount)

@@ -104,6 +104,7 @@ def a2a_agent_tool(
         # own limit only backs it up.
         timeout_s=timeout_s + _CANCEL_S + 1.0,
         idempotent=False,  # a remote agent may act: a resumed run never asks it twice
+        effect="write",  # what it does is gated by its own approvals, not by this loop's
     )
 
 

@@ -6,9 +6,9 @@ server's name, description and input schema as they are. A call's result is the
 structured content as JSON when the server gives one, else the text of its content; a
 result flagged `isError` is a `ToolFailure`, and so is one larger than
 `max_result_bytes`. The annotations set the effect: `readOnlyHint` → "read",
-`destructiveHint` → "irreversible" (approved before each call), anything else →
-"write" (the spec's default of `destructiveHint`, true, would make every tool of an
-unannotated server ask for approval).
+`destructiveHint: false` → "write", anything else — `destructiveHint` true or unsaid,
+or no annotations — → "irreversible" (approved before each call): the spec's default of
+`destructiveHint` is true, and side effects nobody described are gated.
 
 Connections. A server's connection is opened on first use and kept: starting an stdio
 server costs about 0.6 s, a call on an open connection about 1.6 ms
@@ -332,9 +332,10 @@ def _effect(hints: mcp_types.ToolAnnotations | None) -> tuple[Effect, bool]:
     """A tool's effect and idempotence from its annotations."""
     if hints is not None and hints.read_only_hint:
         return "read", True
-    if hints is not None and hints.destructive_hint:
+    if hints is None or hints.destructive_hint is not False:
+        # MCP's default for a tool that is not read-only is destructive: gated
         return "irreversible", False
-    return "write", bool(hints is not None and hints.idempotent_hint)
+    return "write", bool(hints.idempotent_hint)
 
 
 def _is_url(server: str) -> bool:

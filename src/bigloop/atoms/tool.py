@@ -57,10 +57,11 @@ class Tool:
     idempotent: bool = True
     inline: bool = False
     effect: Effect = "read"
-    """What a call does: "read" (nothing), "write" (changes something) or "irreversible"
-    (cannot be undone: a call is made only when approved, see
+    """What a call does: "read" (nothing), "write" (changes something that can be changed
+    back) or "irreversible" (cannot be undone: a call is made only when approved, see
     `bigloop.policies.approval`). An irreversible tool is never idempotent, and a tool
-    that is not idempotent is never "read" (`idempotent=False` alone makes it "write")."""
+    that is not idempotent is never "read": `idempotent=False` with no effect declared
+    is treated as "irreversible" (gated) until the developer says `effect="write"`."""
 
     def __post_init__(self) -> None:
         if self.effect not in EFFECTS:
@@ -70,7 +71,7 @@ class Tool:
         if self.effect == "irreversible":
             self.idempotent = False
         elif self.effect == "read" and not self.idempotent:
-            self.effect = "write"
+            self.effect = "irreversible"  # side effects nobody described: gated
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -184,9 +185,9 @@ def tool(
             Default: True, except for irreversible tools.
         inline: run a sync function directly in the event loop instead of a worker thread;
             faster for quick pure functions, but its timeout cannot be enforced.
-        effect: "read" (the default), "write" (the default when `idempotent=False`), or
-            "irreversible": a call is then made only when approved (`Loop(approve=...)`,
-            the terminal's prompt); a run nobody can be asked in denies it.
+        effect: "read" (the default), "write" (changes that can be changed back), or
+            "irreversible" (also the default when `idempotent=False`: undescribed side
+            effects are gated): a call is then made only when approved.
 
     Raises:
         UserError: a parameter has no type hint, the hints cannot form a schema, or
@@ -202,7 +203,8 @@ def tool(
         raise UserError(
             'A read-only tool is idempotent: use effect="write" for a tool with side effects.'
         )
-    resolved: Effect = effect or ("read" if idempotent is not False else "write")
+    # side effects nobody described are gated like irreversible ones
+    resolved: Effect = effect or ("read" if idempotent is not False else "irreversible")
 
     def build(f: Callable[..., Any]) -> Tool:
         summary, arg_docs = _parse_docstring(inspect.getdoc(f) or "")

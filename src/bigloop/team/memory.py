@@ -104,6 +104,7 @@ class Memory:
                 schema("note", "the fact to keep, as one sentence"),
                 remember,
                 idempotent=False,
+                effect="write",  # a note in the memory file, not the world
             ),
             Tool.from_schema(
                 "recall",

@@ -55,6 +55,7 @@ class TeamPattern:
             owner=f"team {name!r}",
             timeout_s=timeout_s,
             idempotent=False,
+            effect="write",  # the members' own loops gate what they call
         )
 
     @property

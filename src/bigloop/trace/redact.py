@@ -20,9 +20,11 @@ run therefore sees `[REDACTED]` where a stored value was a secret.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 from urllib.parse import quote
@@ -53,7 +55,28 @@ _ENV_NAME = re.compile(
 _ENV_MIN_CHARS = 8
 """Shorter values of secret-looking environment variables are flags, not secrets."""
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+_SAID = (
+    r"(?i)\b((?:password|passphrase|passcode|passwd|pin code|api[ _-]?key|secret key|"
+    r"access token)\s+(?:is|was)\s*:?\s+"
+)
+_PROSE = re.compile(
+    _SAID + r"(?:([\"'“])(?!\[REDACTED\])([^\"'”\n]{1,200})[\"'”]|"
+    r"(?!\[REDACTED\])([^\s\"'”,;]+?)(?=[.!?]?(?:\s|$|[,;]))))"
+)
+"""A secret said in words: "my password is hunter22", "the API key is abc-123."."""
+_BASIC = re.compile(r"\b([Bb]asic\s+)([A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])")
+
+
+def _basic_credentials(match: re.Match[str]) -> str:
+    """`Basic <base64 of user:password>` redacted; "basic arithmetic" left alone."""
+    try:
+        decoded = base64.b64decode(match.group(2), validate=True)
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    return match.group(1) + REDACTED if b":" in decoded else match.group(0)
+
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     # PEM private keys, whole.
     (
         re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S),
@@ -77,6 +100,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         rf"\1{REDACTED}",
     ),
     (re.compile(r"(?i)\b(bearer\s+)[a-z0-9._~+/=-]{12,}"), rf"\1{REDACTED}"),
+    (_BASIC, _basic_credentials),
+    (_PROSE, lambda m: m.group(0).replace(m.group(3) or m.group(4), REDACTED)),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), REDACTED),  # OpenAI, Anthropic (sk-ant-...)
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),  # GitHub
     (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), REDACTED),
@@ -223,9 +248,12 @@ class Redactor:
 
 
 def _under_secret_keys(value: Any, depth: int = 0) -> list[str]:
-    """The strings under secret-looking keys anywhere in JSON-like `value`."""
+    """The strings under secret-looking keys anywhere in JSON-like `value`, and the
+    secrets its text says in words ("my password is ...")."""
     if depth >= MAX_DEPTH:
         return []
+    if isinstance(value, str):
+        return [m.group(3) or m.group(4) for m in _PROSE.finditer(value)]
     if isinstance(value, dict):
         found = []
         for k, v in value.items():

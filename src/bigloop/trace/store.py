@@ -193,15 +193,27 @@ class TraceStore:
 
     @contextmanager
     def _tx(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        """A transaction; a write the disk refuses (full, read-only, I/O error) is a
+        `TraceWriteError` naming the file, with nothing half-written."""
         try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as e:
+            if "locked" in str(e) or "busy" in str(e):
+                raise
+            raise TraceWriteError(
+                f"The trace DB {self.path} could not be written ({e}): free some disk space "
+                "or pass another --trace-db; the run's steps up to here are kept."
+            ) from e
 
     def start_run(self, run_id: str, task: str, model: str, config: dict[str, Any]) -> None:
+        self.redactor = self.redactor.learning(task)  # "my password is ...": kept out later too
         task, config = self.redactor.text(task), self.redactor.value(config)
         now, owner = time.time(), _this_process()
         with self._tx() as db:
@@ -389,7 +401,7 @@ class TraceStore:
     def _summaries(self, where: str, params: tuple[Any, ...], limit: int) -> list[RunSummary]:
         rows = self._db.execute(
             "SELECT r.run_id, r.task, r.model, r.status, r.answer, r.error, r.started_at, "
-            "r.ended_at, r.config, r.cost, r.question, COUNT(s.idx), "
+            "r.ended_at, r.config, r.cost, r.question, r.owner, r.heartbeat, COUNT(s.idx), "
             "COALESCE(SUM(s.kind = 'tool'), 0), COALESCE(SUM(s.prompt_tokens), 0), "
             "COALESCE(SUM(s.completion_tokens), 0) "
             f"FROM runs r LEFT JOIN steps s ON s.run_id = r.run_id {where} "
@@ -401,7 +413,8 @@ class TraceStore:
                 run_id=r[0],
                 task=r[1],
                 model=r[2],
-                status=r[3],
+                # a run whose process is gone without saying how it ended was interrupted
+                status="interrupted" if r[3] == "running" and not _alive(r[11], r[12]) else r[3],
                 answer=r[4],
                 error=r[5],
                 started_at=r[6],
@@ -409,10 +422,10 @@ class TraceStore:
                 config=json.loads(r[8]),
                 cost=r[9],
                 question=r[10],
-                steps=r[11],
-                tool_calls=r[12],
-                prompt_tokens=r[13],
-                completion_tokens=r[14],
+                steps=r[13],
+                tool_calls=r[14],
+                prompt_tokens=r[15],
+                completion_tokens=r[16],
             )
             for r in rows
         ]
@@ -536,6 +549,10 @@ def _this_process() -> str:
     owner."""
     pid = os.getpid()
     return f"{socket.gethostname()}/{pid}/{_started(pid) or ''}"
+
+
+class TraceWriteError(UserError):
+    """The trace DB could not be written (a full disk, a read-only file, an I/O error)."""
 
 
 def _owner_parts(owner: str) -> tuple[str, int, str]:

@@ -23,7 +23,7 @@ def answer(text: str) -> str:
     return json.dumps({"answer": text})
 
 
-@tool(idempotent=False)
+@tool(idempotent=False, effect="write")
 def send_note(receiver: str, text: str) -> str:
     """Send a note to a person.
 

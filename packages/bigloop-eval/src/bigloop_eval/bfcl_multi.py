@@ -122,6 +122,7 @@ class Simulation:
                 runner(d["name"]),
                 inline=True,
                 idempotent=not stateful,
+                effect="write" if stateful else "read",  # a simulation: nothing to gate
             )
             for d in docs
         ]

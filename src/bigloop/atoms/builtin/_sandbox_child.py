@@ -1,13 +1,15 @@
 """The sandboxed child's first code: limits and an audit hook, then the model's code.
 
-Run as `python -I -B _sandbox_child.py CPU_S MEMORY_BYTES FILE_BYTES` in the working
-folder, with the code on stdin; it imports nothing of bigloop. Kernel limits (rlimits)
-bound CPU time, memory, file size and open files; the audit hook refuses, with a message
-naming the rule, what rlimits cannot express: writing outside the working folder,
+Run inside the kernel boundary (`_confine.py`) as
+`python -I -B child.py CPU_S MEMORY_BYTES FILE_BYTES NO_EXEC_FILTER hook|no-hook` in the
+working folder, with the code on stdin; it imports nothing of bigloop. First it loads
+the seccomp filter refusing exec (the filter bwrap installed had to let Python start),
+then kernel limits (rlimits) bound CPU time, memory, file size and open files; the
+audit hook refuses, with a message naming the rule, writing outside the working folder,
 sockets, starting processes, ctypes, raising the limits. The hook keeps its own copies of
 what it uses, so ordinary monkeypatching (of `os.path`, of builtins) does not disarm it,
 but an audit hook is no security boundary against code crafted to escape it (PEP 578):
-`python_sandbox` adds a network namespace and an unprivileged user when it can.
+it is the second layer, explaining refusals; the kernel boundary is the first.
 """
 
 from __future__ import annotations
@@ -275,8 +277,33 @@ def _guard_unaudited(work: str) -> None:
         setattr(os, name, guarded)
 
 
+def _forbid_exec(path: str) -> None:
+    """Load the BPF program in `path` as a seccomp filter of this process (it refuses
+    exec); ctypes is gone from `sys.modules` afterwards."""
+    import ctypes
+
+    with open(path, "rb") as f:
+        program = f.read()
+
+    class _Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = _Program(len(program) // 8, ctypes.addressof(code))
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+    if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0 or (
+        libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) != 0
+    ):
+        raise OSError(ctypes.get_errno(), "sandbox: the seccomp filter did not load")
+    for name in [m for m in sys.modules if m.partition(".")[0] in _REFUSED_MODULES]:
+        del sys.modules[name]
+
+
 def _main() -> None:
     cpu_s, memory, file_bytes = (int(a) for a in sys.argv[1:4])
+    no_exec, hook = sys.argv[4], sys.argv[5] == "hook"
+    _forbid_exec(no_exec)
     work = os.path.realpath(os.getcwd())
     code = sys.stdin.read()
     for stream in (sys.stdout, sys.stderr):
@@ -291,8 +318,9 @@ def _main() -> None:
         (resource.RLIMIT_NOFILE, 64, 64),
     ):
         resource.setrlimit(limit, (soft, hard))
-    _guard_unaudited(work)
-    sys.addaudithook(_make_hook(work))
+    if hook:
+        _guard_unaudited(work)
+        sys.addaudithook(_make_hook(work))
     main = types.ModuleType("__main__")
     sys.modules["__main__"] = main
     try:

@@ -2,39 +2,47 @@
 
 Layers, outermost first:
 
-- a wall-clock timeout that kills the child's whole process group;
-- when run as root and `unshare` works: a new network namespace (no interface but a
-  down loopback, so nothing is reachable), and an unprivileged user (nobody) when the
-  interpreter is readable by it;
-- a fresh temporary working folder (also HOME and TMPDIR), removed afterwards; isolated
-  mode (`-I`: no user site, no environment variables, no current folder on the path);
+- a wall-clock timeout that kills the child;
+- the kernel boundary (`_confine.py`): bubblewrap's user, PID, mount, network, IPC and
+  UTS namespaces (uid 65534, no capabilities, no parent in sight), a filesystem of only
+  the Python runtime (read-only) and a size-capped working folder, `no_new_privs` and
+  seccomp filters refusing new processes, exec, ptrace, `pidfd_*`, sockets, mounts and
+  the kernel's other doors;
+- isolated mode (`-I`: no user site, no environment variables, no current folder on the
+  path) and an empty environment but PATH, HOME, TMPDIR and LANG;
 - rlimits: CPU time, address space, file size, open files, processes;
 - an audit hook (`_sandbox_child.py`) refusing writes outside the working folder,
   sockets, new processes, ctypes and raising the limits, with a message naming the rule;
 - an output cap: past it the child is stopped.
 
-The kernel layers hold whatever the code does; the audit hook stops ordinary code and
-mistakes, not code crafted to escape it (see `_sandbox_child.py`). Not offered by default:
+The kernel layers hold whatever the code does; the audit hook is a second layer that
+explains refusals to ordinary code. Where the boundary cannot be set up, `python_sandbox`
+raises `SandboxUnavailable` instead of running code unconfined. Not offered by default:
 see `python_sandbox`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
-import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bigloop.atoms.builtin._confine import (
+    CHILD,
+    NO_EXEC,
+    WORK,
+    SandboxUnavailable,
+    boundary,
+    memfd,
+)
 from bigloop.atoms.tool import Tool, tool
 
+__all__ = ["SandboxLimits", "SandboxStopped", "SandboxUnavailable", "python_sandbox"]
+
 _CHILD = Path(__file__).with_name("_sandbox_child.py")
-_NOBODY = 65534
 _MAX_CODE_CHARS = 100_000
 _TAIL_CHARS = 3000
 
@@ -51,6 +59,7 @@ class SandboxLimits:
     cpu_s: int = 5
     memory_mb: int = 1024
     file_mb: int = 50
+    folder_mb: int = 64  # everything the code writes, together (a tmpfs)
     max_output_chars: int = 20_000
 
 
@@ -59,8 +68,14 @@ def python_sandbox(limits: SandboxLimits | None = None, *, name: str = "run_pyth
 
     Not among `default_tools()`: offer it explicitly, e.g.
     `Loop(model, [*default_tools(), python_sandbox()])`.
+
+    Raises:
+        SandboxUnavailable: this machine cannot give the kernel boundary (no bubblewrap,
+            no user namespaces, no libseccomp); the message says what is missing. The
+            code is never run unconfined.
     """
     limits = limits or SandboxLimits()
+    boundary()  # refuse now, not at the first call
 
     async def run_python(code: str) -> str:
         """Run a Python 3 program and return what it prints (stdout and stderr). Use
@@ -75,42 +90,41 @@ def python_sandbox(limits: SandboxLimits | None = None, *, name: str = "run_pyth
     return tool(name=name, timeout_s=limits.wall_s + 10)(run_python)
 
 
-async def run_sandboxed(code: str, limits: SandboxLimits) -> str:
+async def run_sandboxed(code: str, limits: SandboxLimits, *, audit_hook: bool = True) -> str:
     """Run `code` under `limits`; its output, or `SandboxStopped` saying why it stopped.
+
+    `audit_hook=False` leaves out the interpreter-level layer, so that tests can show
+    the kernel boundary holding on its own.
 
     Raises:
         SandboxStopped: a limit was hit or the program exited with an error; the message
             gives the reason and the end of the output.
+        SandboxUnavailable: the kernel boundary cannot be set up here.
         ValueError: the code is longer than `_MAX_CODE_CHARS`.
     """
     if len(code) > _MAX_CODE_CHARS:
         raise ValueError(f"The code is longer than {_MAX_CODE_CHARS} characters.")
-    with tempfile.TemporaryDirectory(prefix="bigloop-python-") as work:
-        prefix = _isolation()
-        if "--setuid" in prefix:
-            os.chown(work, _NOBODY, _NOBODY)
-        memory = limits.memory_mb * 2**20
+    confined = boundary()
+    fds = (memfd(confined.base_filter), memfd(confined.no_exec_filter))
+    try:
         process = await asyncio.create_subprocess_exec(
-            *prefix,
-            sys.executable,
-            "-I",
-            "-B",
-            str(_CHILD),
-            str(limits.cpu_s),
-            str(memory),
-            str(limits.file_mb * 2**20),
-            cwd=work,
-            env=_environment(work),
+            *confined.command(_CHILD, limits.folder_mb, fds, _CHILD_ENVIRONMENT),
+            *_child_command(confined.interpreter, limits, audit_hook),
+            env=_ENVIRONMENT,  # bwrap's own environment is visible in the child's /proc/1
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, killed as a whole
+            pass_fds=fds,
         )
-        try:
-            output, stopped = await _communicate(process, code, limits)
-        finally:
-            _kill_group(process)
-            await process.wait()
+    finally:
+        for fd in fds:
+            os.close(fd)
+    try:
+        output, stopped = await _communicate(process, code, limits)
+    finally:
+        _kill_group(process)
+        await process.wait()
     text = output.decode("utf-8", errors="backslashreplace")
     reason = stopped or _exit_reason(process.returncode, text, limits)
     if reason is None:
@@ -118,6 +132,14 @@ async def run_sandboxed(code: str, limits: SandboxLimits) -> str:
     tail = text[-_TAIL_CHARS:]
     cut = f"[… {len(text) - len(tail)} characters before]\n" if len(tail) < len(text) else ""
     raise SandboxStopped(f"{reason}\n--- output ---\n{cut}{tail}" if text else reason)
+
+
+def _child_command(interpreter: str, limits: SandboxLimits, audit_hook: bool) -> list[str]:
+    memory = limits.memory_mb * 2**20
+    files = limits.file_mb * 2**20
+    hook = "hook" if audit_hook else "no-hook"
+    settings = [str(limits.cpu_s), str(memory), str(files), NO_EXEC, hook]
+    return [interpreter, "-I", "-B", CHILD, *settings]
 
 
 async def _communicate(
@@ -154,6 +176,8 @@ async def _communicate(
 def _exit_reason(code: int | None, text: str, limits: SandboxLimits) -> str | None:
     if code == 0:
         return None
+    if code is not None and code > 128 and code - 128 in _SIGNALS:
+        code = 128 - code  # bwrap reports a child killed by signal N as 128 + N
     if code in (-signal.SIGXCPU, -signal.SIGKILL):
         return (
             f"Stopped: the program used more than {limits.cpu_s} s of CPU time (an endless "
@@ -176,44 +200,38 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
         pass  # already gone
 
 
-def _environment(work: str) -> dict[str, str]:
-    return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": work,
-        "TMPDIR": work,
-        "LANG": "C.UTF-8",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-    }
+_SIGNALS = frozenset(signal.Signals)
+_ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+_CHILD_ENVIRONMENT = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": WORK,
+    "TMPDIR": WORK,
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+}
 
 
-@functools.cache
-def _isolation() -> tuple[str, ...]:
-    """The command prefix isolating the child: as root, a network namespace and, when
-    the interpreter can run as nobody, that user. Probed once."""
-    unshare = shutil.which("unshare")
-    if unshare is None or os.geteuid() != 0:
-        return ()
-    nobody = (unshare, "--net", "--setgid", str(_NOBODY), "--setuid", str(_NOBODY))
-    for prefix in (nobody, (unshare, "--net")):
-        probe = [*prefix, sys.executable, "-I", "-B", str(_CHILD), "5", str(2**30), "0"]
-        try:
-            done = subprocess.run(
-                probe, input=b"", capture_output=True, cwd="/", timeout=30, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0:
-            return prefix
-    return ()
+def sandbox_problem() -> str | None:
+    """Why `run_python` cannot be offered on this machine, or None when it can."""
+    try:
+        boundary()
+    except SandboxUnavailable as e:
+        return str(e)
+    return None
 
 
 def isolation_layers() -> list[str]:
-    """The kernel isolation this machine gives `run_python`, for diagnostics."""
-    prefix = _isolation()
-    layers = ["rlimits", "process group", "temporary folder", "audit hook"]
-    if "--net" in prefix:
-        layers.append("network namespace")
-    if "--setuid" in prefix:
-        layers.append("unprivileged user")
-    return layers
+    """The isolation this machine gives `run_python`, for diagnostics; empty when the
+    kernel boundary cannot be set up (then `run_python` is not offered)."""
+    if sandbox_problem() is not None:
+        return []
+    return [
+        "user namespace (uid 65534, no capabilities)",
+        "pid namespace",
+        "mount namespace (runtime read-only, size-capped working folder)",
+        "network namespace",
+        "no_new_privs and seccomp (no processes, exec, ptrace, pidfd, sockets, mounts)",
+        "rlimits",
+        "audit hook",
+    ]

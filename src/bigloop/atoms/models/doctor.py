@@ -29,6 +29,7 @@ def facts(*, measure: bool = False) -> dict[str, Any]:
         },
         "llama_cpp": _llama(variant, flags),
         "models": _models(),
+        "python_sandbox": _sandbox(),
     }
     if measure:
         from bigloop.atoms.models.local import LocalModel
@@ -64,7 +65,18 @@ def problems(found: dict[str, Any]) -> list[str]:
             "llama.cpp was not built by bigloop's setup (no CPU variant recorded): it may "
             "be a -march=native build; `make setup` rebuilds it portably"
         )
+    if sandbox := found.get("python_sandbox", {}).get("unavailable"):
+        out.append(f"{sandbox} (only run_python needs it)")
     return out
+
+
+def _sandbox() -> dict[str, Any]:
+    """The kernel isolation `run_python` gets here, or why it is not offered."""
+    from bigloop.atoms.builtin.python_sandbox import isolation_layers, sandbox_problem
+
+    if (problem := sandbox_problem()) is not None:
+        return {"unavailable": problem}
+    return {"layers": isolation_layers()}
 
 
 def _llama(variant: cpu.Variant | None, flags: set[str]) -> dict[str, Any]:
