@@ -11,7 +11,6 @@ import pytest
 
 from bigloop import Loop, LoopConfig, ScriptedModel, Tool, ToolFailure
 from bigloop.atoms.builtin import default_tools, python_sandbox
-from bigloop.atoms.builtin import _confine
 from bigloop.atoms.builtin._confine import SandboxUnavailable, boundary
 from bigloop.atoms.builtin.python_sandbox import SandboxLimits, isolation_layers
 
@@ -133,7 +132,7 @@ def test_without_the_boundary_run_python_is_refused_not_run_unconfined(
     """No bubblewrap installed: `python_sandbox()` raises, saying what to install; a
     configuration asking for Python fails when the loop is built, before any run."""
     boundary.cache_clear()
-    monkeypatch.setattr(_confine.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr("bigloop.atoms.builtin._confine.shutil.which", lambda *a, **k: None)
     try:
         with pytest.raises(SandboxUnavailable, match="needs bubblewrap: install it"):
             python_sandbox()

@@ -133,7 +133,9 @@ CASES: dict[str, str] = {
         "import os, sys; os.execv(sys.executable, [sys.executable, '-c', 'print(\"ESCAPED\")'])"
     ),
     "ctypes_fork": f"{LIBC}r = libc.fork()\nif r == 0: libc._exit(0)\n{DENIED}",
-    "ctypes_clone": f"{LIBC}r = libc.syscall(56, 17, 0, 0, 0, 0)\nif r == 0: libc._exit(0)\n{DENIED}",
+    "ctypes_clone": (
+        f"{LIBC}r = libc.syscall(56, 17, 0, 0, 0, 0)\nif r == 0: libc._exit(0)\n{DENIED}"
+    ),
     "ctypes_execve": (
         f"{LIBC}argv = (ctypes.c_char_p * 2)(b'/usr/bin/id', None)\n"
         f"r = libc.execve(b'/usr/bin/id', argv, None)\n{DENIED}"
@@ -167,9 +169,7 @@ CASES: dict[str, str] = {
     ),
     "unshare_user": syscall(272, 0x10000000),
     "unshare_mount": syscall(272, 0x00020000),
-    "mount_tmpfs": (
-        f"{LIBC}r = libc.mount(b'none', b'/sandbox', b'tmpfs', 0, None)\n{DENIED}"
-    ),
+    "mount_tmpfs": (f"{LIBC}r = libc.mount(b'none', b'/sandbox', b'tmpfs', 0, None)\n{DENIED}"),
     "chroot": "import os; os.chroot('/sandbox'); print('ESCAPED')",
     "sethostname": "import socket; socket.sethostname('x'); print('ESCAPED')",
     "keyctl": syscall(250, 0, -3),
@@ -193,7 +193,9 @@ CASES: dict[str, str] = {
     ),
     "unix_to_host": "import socket; socket.socket(socket.AF_UNIX).connect({unix!r})",
     "abstract_unix": "import socket; socket.socket(socket.AF_UNIX).connect({abstract!r})",
-    "raw_socket": "import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW); print('ESCAPED')",
+    "raw_socket": (
+        "import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW); print('ESCAPED')"
+    ),
     "netlink": (
         "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('ESCAPED')"
     ),
@@ -244,7 +246,11 @@ class Host:
             found.append("the victim process was killed")
         for listener in self.listeners:
             with contextlib.suppress(BlockingIOError):
-                got = listener.recvfrom(1) if listener.type == socket.SOCK_DGRAM else listener.accept()
+                got = (
+                    listener.recvfrom(1)
+                    if listener.type == socket.SOCK_DGRAM
+                    else listener.accept()
+                )
                 found.append(f"a host listener was reached: {got!r}")
         if _runtime_hash() != self.runtime_hash:
             found.append("the interpreter's os.py was changed")
@@ -342,7 +348,9 @@ def test_the_kernel_alone_still_runs_ordinary_code(host: Host) -> None:
         """
     )
     for audit_hook in (True, False):
-        assert asyncio.run(run_sandboxed(code, LIMITS, audit_hook=audit_hook)) == '[45, "kept", 6]\n'
+        assert (
+            asyncio.run(run_sandboxed(code, LIMITS, audit_hook=audit_hook)) == '[45, "kept", 6]\n'
+        )
 
 
 @pytest.mark.skipif(bool(os.environ.get(NESTED)), reason="already the unprivileged run")
@@ -354,10 +362,28 @@ def test_the_escape_suite_holds_for_an_unprivileged_user(host: Host) -> None:
     if unshare is None:
         pytest.skip("util-linux unshare is missing")
     done = subprocess.run(
-        [unshare, "--user", "--map-user=1000", "--map-group=1000", sys.executable, "-m",
-         "pytest", "-q", "-p", "no:cacheprovider", "-x", __file__, "-k", "escape_is_refused"],
-        capture_output=True, text=True, timeout=600, check=False,
-        env={**os.environ, NESTED: "1"}, cwd=Path(__file__).parents[2],
+        [
+            unshare,
+            "--user",
+            "--map-user=1000",
+            "--map-group=1000",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+            __file__,
+            "-k",
+            "escape_is_refused",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, NESTED: "1"},
+        cwd=Path(__file__).parents[2],
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert f"{2 * len(CASES)} passed" in done.stdout, done.stdout[-2000:]

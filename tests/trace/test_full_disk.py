@@ -53,7 +53,9 @@ def test_a_step_that_does_not_fit_fails_the_run_with_a_clear_error(tmp_path: Pat
 
 
 @pytest.mark.parametrize("room_kb", [0, 4, 16, 64, 128, 200, 260, 400])
-def test_a_full_disk_is_a_clear_error_and_no_run_stays_running(tmp_path: Path, room_kb: int) -> None:
+def test_a_full_disk_is_a_clear_error_and_no_run_stays_running(
+    tmp_path: Path, room_kb: int
+) -> None:
     """A process whose files may grow only `room_kb` more (RLIMIT_FSIZE: writes past it
     fail as on a full disk, the WAL's included) runs a loop: it ends with a status or a
     clear error, and nothing in the DB is left "running" once the process is gone (a
