@@ -131,6 +131,22 @@ def test_a_question_waits_for_input_and_the_answer_resumes_the_same_run(
     ]
 
 
+def test_a_question_is_answered_only_from_the_context_that_started_the_task(
+    tmp_path: Path,
+) -> None:
+    """Issue 26 (runs belong to their owner): a client that learned another client's task
+    id cannot answer its question from its own context; the task's own context can."""
+    store = TraceStore(tmp_path / "t.db")
+    with serving(noting_loop(store)) as url:
+        first = asyncio.run(send(url, "Say hi to my colleague."))
+        task_id, context_id = first[0].task.id, first[0].task.context_id
+        with pytest.raises(Exception, match="does not match context|another context"):
+            asyncio.run(send(url, "Mallory", task_id=task_id, context_id="someone-else"))
+        assert SENT == []
+        asyncio.run(send(url, "Ann", task_id=task_id, context_id=context_id))
+    assert SENT == [("Ann", "hi")]
+
+
 @tool(effect="irreversible")
 def wire_money(to: str, amount: int) -> str:
     """Wire money; it cannot be called back.

@@ -171,3 +171,16 @@ def test_a_token_is_required_beyond_loopback_and_checked_on_every_request(
         assert http.post("v1/chat/completions", json=CHAT, headers=wrong).status_code == 401
         right = {"Authorization": "Bearer s3cret-token"}
         assert http.post("v1/chat/completions", json=CHAT, headers=right).status_code == 200
+
+
+def test_bodies_no_handler_can_read_are_refused_before_the_a2a_dispatcher(a2a_url: str) -> None:
+    """Found by bench/server_soak.py: invalid UTF-8 and JSON nested 20,000 deep reached
+    the A2A SDK's dispatcher, which answered JSON-RPC "internal error" and logged a
+    traceback. The guard refuses them first, with a reason."""
+    with httpx.Client(base_url=a2a_url) as http:
+        for body, reason in [
+            (b'{"jsonrpc": "2.0", "method": "\xff\xfe"}', "not UTF-8"),
+            (b"[" * 20_000 + b"]" * 20_000, "nested too deep"),
+        ]:
+            answer = http.post("/", content=body, headers={"Content-Type": "application/json"})
+            assert answer.status_code == 400 and reason in answer.text

@@ -160,6 +160,11 @@ class LoopExecutor(AgentExecutor):
             await event_queue.enqueue_event(new_task_from_user_message(context.message))
             start = _starting(self.loop, text)
         else:
+            if current.context_id != context_id:  # answers come from the conversation asked
+                raise InvalidParamsError(
+                    message=f"Task {task_id} belongs to another context; answer it from the "
+                    "context that started it."
+                )
             run_id = _run_id(current)
             if current.status.state != TaskState.TASK_STATE_INPUT_REQUIRED or run_id is None:
                 raise UnsupportedOperationError(

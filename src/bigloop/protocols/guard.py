@@ -10,6 +10,9 @@ what a server on this machine must refuse before any handler runs.
   non-browser client) pass.
 - **Body size**: a body over `max_body_bytes` is refused (413) without being read whole,
   whether it says its length or streams it.
+- **Unreadable bodies**: a body that is not UTF-8, or JSON nested too deep for Python to
+  read, is refused (400) before a handler (a library's JSON-RPC dispatcher) turns it into
+  an internal error.
 - **Token**: with a `token`, a request without `Authorization: Bearer <token>` is refused
   (401). A server bound beyond loopback must have one (`require_token`).
 """
@@ -78,6 +81,9 @@ class Guard:
         if body is None:
             await _refuse(send, 413, self._too_large())
             return
+        if (unreadable := _unreadable(body)) is not None:
+            await _refuse(send, 400, unreadable)
+            return
         await self.app(scope, _replay(body, receive), send)
 
     def _refusal(self, headers: dict[str, str]) -> tuple[int, str] | None:
@@ -116,6 +122,23 @@ class Guard:
 
     def _too_large(self) -> str:
         return f"The request body is larger than {self.max_body_bytes} bytes."
+
+
+def _unreadable(body: bytes) -> str | None:
+    """Why no handler can read `body` (not UTF-8, JSON nested too deep), or None."""
+    if not body:
+        return None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"The request body is not UTF-8 (byte {e.start})."
+    try:
+        json.loads(text)
+    except RecursionError:
+        return "The request body is JSON nested too deep to read."
+    except ValueError:
+        return None  # not JSON: the handler says what it expects
+    return None
 
 
 def require_token(host: str, token: str | None) -> None:
