@@ -50,7 +50,7 @@ CAP = 8 * 1024 * 1024
 class _Upstream(BaseHTTPRequestHandler):
     """A scripted OpenAI-compatible model: every chat answers with a final answer."""
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         content = json.dumps({"answer": "Paris."})
         body = json.dumps(
