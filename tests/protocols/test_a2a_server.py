@@ -140,7 +140,7 @@ def test_a_question_is_answered_only_from_the_context_that_started_the_task(
     with serving(noting_loop(store)) as url:
         first = asyncio.run(send(url, "Say hi to my colleague."))
         task_id, context_id = first[0].task.id, first[0].task.context_id
-        with pytest.raises(Exception, match="does not match context|another context"):
+        with pytest.raises(Exception, match=r"does not match context|another context"):
             asyncio.run(send(url, "Mallory", task_id=task_id, context_id="someone-else"))
         assert SENT == []
         asyncio.run(send(url, "Ann", task_id=task_id, context_id=context_id))
