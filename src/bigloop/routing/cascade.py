@@ -8,7 +8,8 @@
 - `CascadeModel` asks a cheap model first and escalates to a strong one when the cheap
   reply does not pass a check (cheap/strong routing; default check: `calls_are_valid`;
   `grounded_reply` also escalates invented values and answers from memory; `samples`
-  also escalates when sampled replies of the cheap model disagree with it).
+  also escalates when sampled replies of the cheap model disagree with it; `verifier`
+  also when a verifier, such as a model as judge, scores it below `threshold`).
 
 Each wrapper is itself a `ChatModel` and keeps no per-call state, so one wrapper can serve
 concurrent runs. What happened in a call is reported on the reply it returns:
@@ -38,6 +39,7 @@ from bigloop.atoms.models.base import (
     ToolSpec,
 )
 from bigloop.atoms.schema import schema_problems
+from bigloop.atoms.verifiers import Verifier
 from bigloop.policies.grounding import grounded, scalars
 from bigloop.routing.route import Constraints, Weights, route
 from bigloop.runtime.call import MODEL_MISTAKES
@@ -323,13 +325,19 @@ class CascadeModel:
         check: Check | None = None,
         samples: int = 0,
         temperature: float = 0.7,
+        verifier: Verifier | None = None,
+        threshold: float = 0.5,
     ) -> None:
         if samples < 0:
             raise UserError(f"CascadeModel(samples={samples}): use 0 or more.")
+        if not 0 <= threshold <= 1:
+            raise UserError(f"CascadeModel(threshold={threshold}): use a score in [0, 1].")
         self.cheap, self.strong = cheap, strong
         self.check = check or calls_are_valid
         self.samples = samples
         self.temperature = temperature
+        self.verifier = verifier
+        self.threshold = threshold
         self.escalated = 0
         self.calls = 0
 
@@ -350,8 +358,10 @@ class CascadeModel:
         self.calls += 1
         try:
             response = await self.cheap.chat(messages, tools, settings)
-            if self.check(response, tools, messages) and await self._confident(
-                response, messages, tools, settings
+            if (
+                self.check(response, tools, messages)
+                and await self._confident(response, messages, tools, settings)
+                and await self._verified(response, messages, tools, settings)
             ):
                 return _answered(response, self.cheap.name)
         except ModelUnavailable:
@@ -373,6 +383,21 @@ class CascadeModel:
             if not agree(response, await self.cheap.chat(messages, tools, sampled)):
                 return False
         return True
+
+    async def _verified(
+        self,
+        response: ModelResponse,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None,
+    ) -> bool:
+        """Whether the verifier scores `response` at least `threshold` (no verifier: yes;
+        a structured-output turn, a plan or a judgement, is not judged; a verifier that
+        cannot judge escalates)."""
+        if self.verifier is None or (settings is not None and settings.response_schema):
+            return True
+        judgement = await self.verifier.judge(messages, tools, response)
+        return judgement.score is not None and judgement.score >= self.threshold
 
     async def next_call(
         self,

@@ -39,6 +39,29 @@ yours; take values only from the request you are given):"""
 
 NO_TOOLS_SYSTEM = "You are a precise, concise assistant."
 
+# The model-as-judge verifier (`bigloop.atoms.verifiers.JudgeVerifier`).
+JUDGE_SYSTEM = """\
+You check the work of a junior assistant that completes requests by calling tools. \
+Judge strictly: a reply is right only if doing exactly what it says gives the user \
+what they asked for."""
+
+JUDGE_REQUEST = """\
+Tools the assistant could call (name, description, JSON schema of the arguments):
+{tools}
+
+The conversation so far:
+{conversation}
+
+The assistant's reply:
+{reply}
+
+Is this reply right? A right call uses the tool that does what was asked, gives every \
+required argument, takes each value from the request (not invented, not from the \
+examples in descriptions) and makes every call the request needs. A right answer \
+without calls is one the results support, or one that says no tool can do the request \
+when none can. Give a short reason, then a score from 0 (surely wrong) to 10 (surely \
+right)."""
+
 
 def describe_tools(tools: list[ToolSpec]) -> str:
     lines = []
