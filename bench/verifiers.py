@@ -162,7 +162,8 @@ def report(
         "of flagging wrong replies. Threshold chosen on dev (even places in each "
         "category), reported on test (odd).",
         "",
-        "| verifier | threshold (dev) | test precision | test recall | test accuracy | flagged / wrong / n | s per reply |",
+        "| verifier | threshold (dev) | test precision | test recall | test accuracy "
+        "| flagged / wrong / n | s per reply |",
         "|---|---|---|---|---|---|---|",
     ]
     for name, done in results.items():
