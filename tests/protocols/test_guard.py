@@ -6,7 +6,11 @@ body is a 400, not a 500."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -184,3 +188,41 @@ def test_bodies_no_handler_can_read_are_refused_before_the_a2a_dispatcher(a2a_ur
         ]:
             answer = http.post("/", content=body, headers={"Content-Type": "application/json"})
             assert answer.status_code == 400 and reason in answer.text
+
+
+def test_the_mcp_http_server_and_the_viewer_need_a_token_beyond_loopback(tmp_path: Path) -> None:
+    """`serve mcp --http` and `bigloop ui` refuse to listen beyond loopback without a
+    token (exit 2, saying how), as `serve openai` and `serve a2a` do; with one, the MCP
+    app behind the guard refuses requests without it."""
+    from starlette.testclient import TestClient
+
+    from bigloop.protocols.mcp_server import create_server, http_app
+
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("BIGLOOP_TOKEN", None)
+    for command in (
+        [
+            "serve",
+            "mcp",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--http",
+            "0.0.0.0:18999",
+        ],
+        ["ui", "--host", "0.0.0.0", "--trace-db", str(tmp_path / "t.db")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "bigloop", *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 2 and "--token" in done.stderr, done.stderr[-500:]
+    loop = Loop(ScriptedModel([json.dumps({"answer": "4"})]), [add], store=TraceStore())
+    app = http_app(create_server(loop), "127.0.0.1", token="s3cret-token")
+    with TestClient(app, base_url="http://127.0.0.1:8765") as http:
+        assert http.post("/mcp", json={}).status_code == 401

@@ -205,3 +205,17 @@ def test_requests_for_another_host_are_refused(store: TraceStore) -> None:
     assert rebound.get("/api/runs").status_code == 400
     assert allowed_hosts_for("0.0.0.0") == ["*"]
     assert "example.lan" in allowed_hosts_for("example.lan")
+
+
+def test_with_a_token_the_api_needs_it_and_the_page_does_not(store: TraceStore) -> None:
+    """Issue 26: the viewer beyond loopback needs a token. The page and its static files
+    hold no trace data and load without it; the page sends the token from its URL's
+    fragment (#token=...) with every API request."""
+    guarded = TestClient(create_app(store, token="s3cret-token"), base_url="http://127.0.0.1:8765")
+    assert guarded.get("/").status_code == 200
+    assert guarded.get("/static/app.js").status_code == 200
+    assert guarded.get("/api/runs").status_code == 401
+    authorised = {"Authorization": "Bearer s3cret-token"}
+    assert guarded.get("/api/runs", headers=authorised).status_code == 200
+    code = (STATIC / "app.js").read_text()
+    assert 'get("token")' in code and '"Bearer " + TOKEN' in code

@@ -20,6 +20,7 @@ from bigloop.cli.options import (
     ModelOpt,
     OffOpt,
     PortOpt,
+    TokenOpt,
     TraceDbOpt,
     need_benchmarks,
 )
@@ -732,10 +733,11 @@ def ui(
         typer.Option(
             "--host",
             help="Address to listen on. The default answers this machine only; "
-            "0.0.0.0 shows every trace, without authentication, to the whole network.",
+            "Anything but loopback needs --token.",
         ),
     ] = "127.0.0.1",
     port: PortOpt = 8765,
+    token: TokenOpt = None,
 ) -> None:
     """A local web viewer of the recorded runs: each run's steps (prompts, replies, calls,
     results, errors, repairs, routing, questions), its plan graph and timeline; a run in
@@ -750,8 +752,12 @@ def ui(
             f"`bigloop ui` needs bigloop's 'ui' extra ({missing} is not installed): "
             "pip install starlette uvicorn"
         ) from None
+    from bigloop.protocols.guard import require_token
+
+    require_token(host, token)
     shown = f"[{host}]" if ":" in host else host
+    fragment = "#token=…" if token else ""  # the token itself is not printed
     report.make_console(stderr=True).print(
-        f"Trace viewer at http://{shown}:{port}/ (Ctrl-C stops it)", soft_wrap=True
+        f"Trace viewer at http://{shown}:{port}/{fragment} (Ctrl-C stops it)", soft_wrap=True
     )
-    serve(trace_db, host=host, port=port)
+    serve(trace_db, host=host, port=port, token=token)

@@ -152,11 +152,12 @@ def serve_mcp_command(
         typer.Option(
             "--http",
             help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio, e.g. "
-            "127.0.0.1:8765 (0.0.0.0 exposes the tools, unauthenticated, to the network).",
+            "127.0.0.1:8765 (anything but loopback needs --token).",
         ),
     ] = None,
     name: Annotated[str, typer.Option("--name", help="The server's name.")] = "bigloop",
     trace_db: TraceDbOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Serve the loop's tools (those `bigloop run` gets with the same options) and the
     loop itself, as the tool run_task, to any MCP client, over stdio (default) or
@@ -181,4 +182,4 @@ def serve_mcp_command(
         "mcp": mcp or None,
     }
     loop = _served_loop(config_file, given, trace_db)
-    serve_mcp(loop, http=http, name=name)
+    serve_mcp(loop, http=http, name=name, token=token)

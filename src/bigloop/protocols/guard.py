@@ -49,6 +49,8 @@ class Guard:
         allowed_hosts: host names (without port) requests may be addressed to; "*": any.
         max_body_bytes: the largest body taken.
         token: the bearer token every request must carry (None: none needed).
+        open_paths: paths served without the token (a page and its static files, which
+            hold no data; a path ending in "/" opens everything under it).
     """
 
     def __init__(
@@ -58,9 +60,11 @@ class Guard:
         allowed_hosts: Sequence[str] = LOOPBACK,
         max_body_bytes: int = MAX_BODY_BYTES,
         token: str | None = None,
+        open_paths: Sequence[str] = (),
     ) -> None:
         self.app = app
         self.token = token
+        self.open_paths = tuple(open_paths)
         self.any_host = "*" in allowed_hosts
         self.hosts = {_bare(h) for h in allowed_hosts if h != "*"}
         self.max_body_bytes = max_body_bytes
@@ -70,7 +74,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if (problem := self._refusal(headers)) is not None:
+        if (problem := self._refusal(headers, scope.get("path", ""))) is not None:
             await _refuse(send, *problem)
             return
         declared = headers.get("content-length", "")
@@ -86,11 +90,11 @@ class Guard:
             return
         await self.app(scope, _replay(body, receive), send)
 
-    def _refusal(self, headers: dict[str, str]) -> tuple[int, str] | None:
+    def _refusal(self, headers: dict[str, str], path: str) -> tuple[int, str] | None:
         host = _bare(headers.get("host", ""))
         if not self.any_host and host not in self.hosts:
             return 400, f"Invalid host header {host!r}: this server answers {sorted(self.hosts)}."
-        if self.token is not None:
+        if self.token is not None and not self._open(path):
             given = headers.get("authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
                 return 401, "This server needs the header Authorization: Bearer <its token>."
@@ -102,6 +106,12 @@ class Guard:
         elif origin == "null":
             return 403, "Requests from pages without an origin are not accepted."
         return None
+
+    def _open(self, path: str) -> bool:
+        return any(
+            path.startswith(p) if p.endswith("/") and p != "/" else path == p
+            for p in self.open_paths
+        )
 
     async def _body(self, receive: Receive) -> bytes | None:
         """The whole body, or None when it grows past the cap."""

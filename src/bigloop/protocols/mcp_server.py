@@ -44,6 +44,7 @@ from bigloop import __version__
 from bigloop._errors import InvalidArguments, ToolFailure, UserError
 from bigloop.atoms.tool import Tool
 from bigloop.loop import Loop
+from bigloop.protocols.guard import Guard, allowed_hosts_for, require_token
 from bigloop.trace.records import RunResult
 
 RUN_TASK = "run_task"
@@ -122,12 +123,16 @@ def create_server(loop: Loop, *, name: str = "bigloop") -> Server[Any]:
     return server
 
 
-def serve_mcp(loop: Loop, *, http: str | None = None, name: str = "bigloop") -> None:
+def serve_mcp(
+    loop: Loop, *, http: str | None = None, name: str = "bigloop", token: str | None = None
+) -> None:
     """Serve `loop` over stdio until stdin closes, or with `http="HOST:PORT"` over
     streamable HTTP at `http://HOST:PORT/mcp` until interrupted (`bigloop serve mcp`).
+    Over HTTP the requests pass bigloop's guard (`bigloop.protocols.guard`: Host, Origin,
+    body cap, unreadable bodies, `token`).
 
     Raises:
-        UserError: `http` is not HOST:PORT.
+        UserError: `http` is not HOST:PORT, or is beyond loopback without a `token`.
     """
     server = create_server(loop, name=name)
     if http is None:
@@ -136,8 +141,14 @@ def serve_mcp(loop: Loop, *, http: str | None = None, name: str = "bigloop") -> 
     import uvicorn
 
     host, port = _host_port(http)
+    require_token(host, token)
+    uvicorn.run(http_app(server, host, token), host=host, port=port, log_level="warning")
+
+
+def http_app(server: Server[Any], host: str, token: str | None = None) -> Any:
+    """The streamable-HTTP ASGI app of `server` listening on `host`, behind the guard."""
     app = server.streamable_http_app(host=host, stateless_http=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    return Guard(app, allowed_hosts=allowed_hosts_for(host), token=token)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:

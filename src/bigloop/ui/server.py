@@ -34,7 +34,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bigloop._errors import UserError
-from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for
+from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for, require_token
 from bigloop.protocols.threaded import http_url, in_thread
 from bigloop.trace.store import TraceStore
 from bigloop.ui.views import conversation_view, plan_view, run_view, steps_view
@@ -67,11 +67,16 @@ class _SecurityHeaders:
         await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
 
 
-def create_app(store: TraceStore, *, allowed_hosts: Sequence[str] = LOOPBACK) -> Starlette:
+def create_app(
+    store: TraceStore, *, allowed_hosts: Sequence[str] = LOOPBACK, token: str | None = None
+) -> Starlette:
     """The viewer for the runs in `store`.
 
     Args:
         allowed_hosts: host names requests may be addressed to ("*" for any).
+        token: the bearer token every API request must carry (the page reads it from
+            its URL's `#token=...` and sends it); the page itself and its static files,
+            which hold no trace data, are served without it.
     """
     lock = threading.Lock()
 
@@ -119,7 +124,9 @@ def create_app(store: TraceStore, *, allowed_hosts: Sequence[str] = LOOPBACK) ->
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     middleware = [
-        Middleware(Guard, allowed_hosts=list(allowed_hosts)),
+        Middleware(
+            Guard, allowed_hosts=list(allowed_hosts), token=token, open_paths=("/", "/static/")
+        ),
         Middleware(_SecurityHeaders),
     ]
     return Starlette(routes=routes, middleware=middleware)
@@ -137,10 +144,21 @@ def _int(text: str | None, default: int) -> int:
         return default
 
 
-def serve(trace_db: Path | None = None, *, host: str = "127.0.0.1", port: int = 8765) -> None:
+def serve(
+    trace_db: Path | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+) -> None:
     """Serve the viewer of the runs in `trace_db` (default: the user's trace store) until
-    interrupted."""
-    app = create_app(TraceStore(trace_db), allowed_hosts=allowed_hosts_for(host))
+    interrupted.
+
+    Raises:
+        UserError: `host` is beyond loopback and there is no `token`.
+    """
+    require_token(host, token)
+    app = create_app(TraceStore(trace_db), allowed_hosts=allowed_hosts_for(host), token=token)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

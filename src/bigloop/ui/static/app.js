@@ -64,8 +64,18 @@ function cost(value) {
   return value === null || value === undefined ? "—" : Number(value).toFixed(4);
 }
 
+// A server started with --token: the URL it printed ends in #token=..., kept for the
+// session and sent with every API request (the fragment never reaches the server).
+const TOKEN = (() => {
+  const found = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (found) sessionStorage.setItem("bigloop-token", found);
+  return found || sessionStorage.getItem("bigloop-token");
+})();
+
 async function getJSON(url) {
-  const response = await fetch(url, { headers: { accept: "application/json" } });
+  const headers = { accept: "application/json" };
+  if (TOKEN) headers.authorization = "Bearer " + TOKEN;
+  const response = await fetch(url, { headers });
   const data = await response.json();
   if (!response.ok) throw new Error(data.error || response.statusText);
   return data;
