@@ -31,6 +31,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,19 +181,11 @@ def _filters() -> tuple[bytes, bytes]:
 
 
 def _bpf(seccomp_filter: object) -> bytes:
-    read, write = os.pipe()
-    try:
-        with os.fdopen(write, "wb") as out:
-            seccomp_filter.export_bpf(out)  # type: ignore[attr-defined]
-        with os.fdopen(read, "rb") as program:
-            return program.read()
-    except BaseException:
-        for fd in (read, write):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        raise
+    """The filter compiled to a BPF program (libseccomp writes it to a file descriptor)."""
+    with tempfile.TemporaryFile() as out:
+        seccomp_filter.export_bpf(out)  # type: ignore[attr-defined]
+        out.seek(0)
+        return out.read()
 
 
 def _runtime() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
@@ -265,6 +258,8 @@ def _probe(found: Boundary) -> None:
 def memfd(data: bytes) -> int:
     """A file descriptor reading `data` from its start, for passing to bwrap."""
     fd = os.memfd_create("bigloop-sandbox", 0)
-    os.write(fd, data)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
