@@ -24,6 +24,7 @@ def test_defaults_are_the_cli_defaults() -> None:
         "files": None,
         "db": None,
         "python": False,
+        "tools_dir": None,
         "a2a": [],
         "a2a_timeout_s": 300.0,
         "mcp": [],

@@ -82,6 +82,8 @@ class LoopConfig(BaseModel):
         db: let the loop query this SQLite file (read-only).
         python: let the loop run Python code in a sandboxed subprocess (`run_python`,
             see `bigloop.atoms.builtin.python_sandbox`).
+        tools_dir: a library of made tools (`bigloop tools make`, `bigloop.atoms.made`):
+            its current tools are offered, each call run in the Python sandbox.
         a2a: URLs of A2A agents, each offered as a tool (`bigloop.atoms.a2a_client`).
         a2a_timeout_s: the most one call to an A2A agent may take.
         mcp: MCP servers whose tools are offered, each a command line run over stdio
@@ -122,6 +124,7 @@ class LoopConfig(BaseModel):
     files: str | None = None
     db: str | None = None
     python: bool = False
+    tools_dir: str | None = None
     a2a: list[str] = Field(default_factory=list)
     a2a_timeout_s: float = Field(default=300.0, gt=0)
     mcp: list[str] = Field(default_factory=list)
@@ -245,6 +248,7 @@ class LoopConfig(BaseModel):
             update={
                 "files": absolute(self.files),
                 "db": absolute(self.db),
+                "tools_dir": absolute(self.tools_dir),
                 "model": model,
                 "escalate": escalate,
                 "adapter": adapter,
@@ -342,6 +346,10 @@ class LoopConfig(BaseModel):
             chosen += builtin.sqlite_tools(self.db)
         if self.python:
             chosen.append(builtin.python_sandbox())
+        if self.tools_dir:
+            from bigloop.atoms.made import ToolLibrary
+
+            chosen += ToolLibrary(self.tools_dir).tools()
         chosen += self._a2a_tools()
         chosen += self._mcp_tools()
         return chosen

@@ -141,6 +141,14 @@ def run(
             "subprocess: no network, a temporary folder, CPU, memory and output limits.",
         ),
     ] = False,
+    tools_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--tools-dir",
+            help="Also offer the made tools of this library (`bigloop tools make`); their "
+            "calls run in the Python sandbox.",
+        ),
+    ] = None,
     a2a: Annotated[
         list[str] | None,
         typer.Option(
@@ -218,6 +226,7 @@ def run(
         "files": str(files) if files else None,
         "db": str(db) if db else None,
         "python": python or None,
+        "tools_dir": str(tools_dir) if tools_dir else None,
         "a2a": a2a or None,
         "mcp": mcp or None,
         "planner": planner,
@@ -497,6 +506,76 @@ def tools_build(
     registry.build(dense=dense, progress=True)
     registry.save(out)
     report.make_console().print(f"Saved {len(registry)} atoms to {out}.")
+
+
+@tools_app.command("make")
+def tools_make(
+    description: Annotated[str, typer.Argument(help="What the tool does, in plain words.")],
+    examples: Annotated[
+        Path,
+        typer.Option(
+            "--examples",
+            help='JSON Lines of calls with known results: {"arguments": {...}, "result": ...}.',
+        ),
+    ],
+    tools_dir: Annotated[
+        Path, typer.Option("--tools-dir", help="The tool library to add the tool to.")
+    ] = Path("tools"),
+    maker: Annotated[
+        str,
+        typer.Option(
+            "--maker", help="The model that writes the tool: 'embedded', 'coder-1.5b', ..."
+        ),
+    ] = "coder-1.5b",
+    base_url: BaseUrlOpt = None,
+) -> None:
+    """Have a model write a tool: it is tested in the Python sandbox on the examples and
+    added to the library only when it passes them all (use it with `run --tools-dir`)."""
+    from bigloop.atoms.made import MadeTool, ToolLibrary, make_tool
+    from bigloop.atoms.models.spec import ModelSpec
+
+    rows = _examples(examples)
+    model = ModelSpec(name=maker, base_url=base_url).build()
+    import asyncio
+
+    made = asyncio.run(make_tool(description, rows, model))
+    console = report.make_console()
+    if not isinstance(made, MadeTool):
+        console.print(f"[bold red]rejected:[/] {report.shown(made.reason)}", soft_wrap=True)
+        sys.exit(1)
+    path = ToolLibrary(tools_dir).save(made)
+    console.print(f"made {made.name} v{made.version}: passed {len(rows)} examples; {path}")
+
+
+def _examples(path: Path) -> list[Any]:
+    from bigloop._errors import UserError
+    from bigloop.atoms.made import Example
+
+    try:
+        lines = [line for line in path.read_text().splitlines() if line.strip()]
+        return [
+            Example(arguments=dict(row["arguments"]), expected=row["result"])
+            for row in map(json.loads, lines)
+        ]
+    except OSError as e:
+        raise UserError(f"Cannot read the examples {path}: {e.strerror}.") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(
+            f'{path}: each line must be {{"arguments": {{...}}, "result": ...}} ({e}).'
+        ) from None
+
+
+@tools_app.command("recheck")
+def tools_recheck(
+    tools_dir: Annotated[Path, typer.Argument(help="The tool library.")],
+) -> None:
+    """Run every made tool's examples again in the sandbox; retire the ones that fail."""
+    import asyncio
+
+    from bigloop.atoms.made import ToolLibrary
+
+    retired = asyncio.run(ToolLibrary(tools_dir).recheck())
+    report.make_console().print(f"retired: {', '.join(retired)}" if retired else "all pass")
 
 
 eval_app = typer.Typer(help="Score models and loops on real benchmarks.", no_args_is_help=True)

@@ -24,7 +24,7 @@ def fingerprint(config: LoopConfig) -> str:
     """What identifies a config's behaviour: every field but its provenance."""
     data = config.model_dump(mode="json", exclude={"provenance"})
     data["off"] = sorted(data["off"])
-    for later in ("escalate", "adapter", "adapter_sha256"):
+    for later in ("escalate", "adapter", "adapter_sha256", "tools_dir"):
         if data[later] is None:  # added later: unset, they keep the old fingerprints
             del data[later]
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)

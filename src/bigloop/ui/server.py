@@ -123,13 +123,15 @@ def create_app(
         Route("/api/runs/{run_id}/steps/{index:int}/conversation", conversation),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    middleware = [
-        Middleware(
-            Guard, allowed_hosts=list(allowed_hosts), token=token, open_paths=("/", "/static/")
-        ),
-        Middleware(_SecurityHeaders),
-    ]
-    return Starlette(routes=routes, middleware=middleware)
+    return Starlette(routes=routes, middleware=_middleware(allowed_hosts, token))
+
+
+def _middleware(allowed_hosts: Sequence[str], token: str | None) -> list[Middleware]:
+    """The guard (the page and its static files open without the token) and the headers."""
+    guard = Middleware(
+        Guard, allowed_hosts=list(allowed_hosts), token=token, open_paths=("/", "/static/")
+    )
+    return [guard, Middleware(_SecurityHeaders)]
 
 
 def _run_and_steps(store: TraceStore, run_id: str) -> tuple[Any, Any]:

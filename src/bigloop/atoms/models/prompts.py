@@ -39,6 +39,25 @@ yours; take values only from the request you are given):"""
 
 NO_TOOLS_SYSTEM = "You are a precise, concise assistant."
 
+# Tool making (`bigloop.atoms.made.make_tool`).
+MAKE_TOOL_SYSTEM = """\
+You write small, correct Python functions that other programs call as tools. Use only \
+the standard library; no files, network or processes. Return plain JSON values \
+(numbers, strings, lists, objects)."""
+
+MAKE_TOOL_REQUEST = """\
+Write one Python function that does this:
+{description}
+
+It must give these results for these arguments (one JSON object per line):
+{examples}
+
+Reply with the tool: a snake_case "name" (the function's name), a one-sentence \
+"description" for someone deciding whether to call it, "parameters" (a JSON schema of \
+type object with a property, type and description for each argument, and "required"), \
+and "source": the complete code defining `def <name>(...)` with exactly those \
+parameters, imports inside it or at the top."""
+
 # The model-as-judge verifier (`bigloop.atoms.verifiers.JudgeVerifier`).
 JUDGE_SYSTEM = """\
 You check the work of a junior assistant that completes requests by calling tools. \
