@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bigloop.atoms.builtin.python_sandbox import sandbox_problem
 from bigloop.config import LoopConfig
 from bigloop.trace.store import TraceStore
 
@@ -165,6 +166,9 @@ def test_error_messages_are_printed_as_text_not_markup(
     )
 
 
+@pytest.mark.skipif(
+    sandbox_problem() is not None, reason="run_python is refused where its sandbox is missing"
+)
 def test_the_python_flag_is_stored_with_the_run(tmp_path: Path) -> None:
     saved = tmp_path / "saved.json"
     args = ("run", "hi", "--model", "m", "--base-url", UNREACHABLE, "--json")

@@ -9,6 +9,7 @@ import pytest
 
 from bigloop import Budget, Loop, OpenAIModel, ScriptedModel, UserError
 from bigloop import config as config_module
+from bigloop.atoms.builtin.python_sandbox import sandbox_problem
 from bigloop.config import LoopConfig
 
 
@@ -162,6 +163,9 @@ def test_build_model() -> None:
         LoopConfig(model="qwen2.5").build_model()
 
 
+@pytest.mark.skipif(
+    sandbox_problem() is not None, reason="run_python is refused where its sandbox is missing"
+)
 def test_python_offers_the_sandboxed_tool_and_the_default_does_not() -> None:
     assert "run_python" not in [t.name for t in LoopConfig().build_tools()]
     tools = LoopConfig(tools=["calculator"], python=True).build_tools()

@@ -19,7 +19,10 @@ LIMITS = SandboxLimits(wall_s=3, cpu_s=1, memory_mb=256, max_output_chars=5000)
 
 @pytest.fixture(scope="module")
 def run_python() -> Tool:
-    return python_sandbox(LIMITS)
+    try:
+        return python_sandbox(LIMITS)
+    except SandboxUnavailable as e:  # refused, by design, where the boundary is missing
+        pytest.skip(f"no kernel boundary on this machine: {e}")
 
 
 def run(tool: Tool, code: str) -> str:
@@ -40,7 +43,7 @@ def test_files_go_to_a_fresh_folder_that_is_discarded(run_python: Tool) -> None:
     assert run(run_python, "import os\nprint(os.listdir('.'))") == "[]\n"  # the next run's
 
 
-def test_the_working_folder_is_size_capped() -> None:
+def test_the_working_folder_is_size_capped(run_python: Tool) -> None:
     small = python_sandbox(SandboxLimits(wall_s=5, folder_mb=8, file_mb=50))
     with pytest.raises(ToolFailure, match="No space left on device"):
         run(small, "for i in range(4):\n    open(f'f{i}', 'wb').write(b'x' * (3 << 20))")
@@ -121,7 +124,7 @@ def test_files_outside_are_not_there_to_read(run_python: Tool, tmp_path: Path) -
     assert run(run_python, code) == "[False, False]\n"
 
 
-def test_offered_only_when_asked_for() -> None:
+def test_offered_only_when_asked_for(run_python: Tool) -> None:
     assert "run_python" not in {t.name for t in default_tools()}
     assert "seccomp" in " ".join(isolation_layers())
 

@@ -123,8 +123,7 @@ async def run_sandboxed(code: str, limits: SandboxLimits, *, audit_hook: bool = 
     try:
         output, stopped = await _communicate(process, code, limits)
     finally:
-        _kill_group(process)
-        await process.wait()
+        await _stop(process)
     text = output.decode("utf-8", errors="backslashreplace")
     reason = stopped or _exit_reason(process.returncode, text, limits)
     if reason is None:
@@ -193,11 +192,39 @@ def _exit_reason(code: int | None, text: str, limits: SandboxLimits) -> str | No
     return f"The program exited with status {code} (an error: see its output)."
 
 
-def _kill_group(process: asyncio.subprocess.Process) -> None:
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """Kill bwrap and the sandbox's PID namespace, then wait for its end. The output not
+    read is drained first: a paused pipe never reports its end, and `wait()` waits for it."""
+    for pid in (*_descendants(process.pid), process.pid):  # the namespace's init dies first
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # already gone
+    if process.stdout is not None:
+        try:
+            async with asyncio.timeout(5):
+                while await process.stdout.read(1 << 16):
+                    pass
+        except TimeoutError:
+            pass
+    await process.wait()
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid` (children first), from /proc."""
+    found: list[int] = []
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # already gone
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            children = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            found += [child, *_descendants(child)]
+    return found
 
 
 _SIGNALS = frozenset(signal.Signals)
