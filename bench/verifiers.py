@@ -198,9 +198,9 @@ def main() -> None:
     results = {}
     for verifier in verifiers(args.judge):
         print(f"{verifier.name}: {len(items)} replies", file=sys.stderr, flush=True)
-        results[verifier.name] = asyncio.run(judge_all(items, verifier, out.with_suffix(".jsonl")))
+        results[verifier.name] = asyncio.run(judge_all(items, verifier, out.parent / (out.name + ".jsonl")))
     text = report(items, results, args)
-    out.with_suffix(".md").write_text(text)
+    out.parent / (out.name + ".md").write_text(text)
     print(text)
 
 
