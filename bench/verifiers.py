@@ -196,11 +196,12 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     items = labelled(args.per_category)
     results = {}
+    store = out.parent / (out.name + ".jsonl")  # not with_suffix: "judge-coder-1.5b" has a dot
     for verifier in verifiers(args.judge):
         print(f"{verifier.name}: {len(items)} replies", file=sys.stderr, flush=True)
-        results[verifier.name] = asyncio.run(judge_all(items, verifier, out.parent / (out.name + ".jsonl")))
+        results[verifier.name] = asyncio.run(judge_all(items, verifier, store))
     text = report(items, results, args)
-    out.parent / (out.name + ".md").write_text(text)
+    (out.parent / (out.name + ".md")).write_text(text)
     print(text)
 
 
