@@ -67,6 +67,7 @@ def need_benchmarks() -> None:
         )
 
 
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TokenOpt = Annotated[
     str | None,
     typer.Option(
