@@ -43,6 +43,8 @@ JUDGEMENT_SCHEMA = {
 }
 
 Check = Callable[[ModelResponse, list[ToolSpec], list[Message]], bool]
+"""A check of a reply: does this reply to these messages, offering these tools, pass?
+(The cascade's checks, `calls_are_valid` and `grounded_reply`, are ones.)"""
 
 
 @dataclass(frozen=True)

@@ -39,15 +39,11 @@ from bigloop.atoms.models.base import (
     ToolSpec,
 )
 from bigloop.atoms.schema import schema_problems
-from bigloop.atoms.verifiers import Verifier
+from bigloop.atoms.verifiers import Check, Verifier
 from bigloop.policies.grounding import grounded, scalars
 from bigloop.routing.route import Constraints, Weights, route
 from bigloop.runtime.call import MODEL_MISTAKES
 from bigloop.trace.records import RunResult, Step
-
-Check = Callable[[ModelResponse, list[ToolSpec], list[Message]], bool]
-"""A cascade check: does this reply to these messages, offering these tools, need no
-escalation?"""
 
 
 class RouteLearner(Protocol):
