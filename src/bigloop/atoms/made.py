@@ -22,6 +22,7 @@ import keyword
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,26 +30,37 @@ from typing import Any
 from bigloop._errors import ToolFailure, UserError
 from bigloop.atoms.builtin.python_sandbox import SandboxLimits, SandboxStopped, run_sandboxed
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings
-from bigloop.atoms.models.prompts import MAKE_TOOL_REQUEST, MAKE_TOOL_SYSTEM
+from bigloop.atoms.models.prompts import (
+    MAKE_TOOL_FOR_TASK_REQUEST,
+    MAKE_TOOL_REQUEST,
+    MAKE_TOOL_RETRY,
+    MAKE_TOOL_SYSTEM,
+)
 from bigloop.atoms.tool import Tool
 
+_MADE_PROPERTIES: dict[str, Any] = {
+    "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{1,40}$"},
+    "description": {"type": "string"},
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "type": {"const": "object"},
+            "properties": {"type": "object"},
+            "required": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["type", "properties"],
+    },
+    "source": {"type": "string"},  # max_tokens bounds it (a maxLength grammar is too big)
+}
 MADE_SCHEMA = {
     "type": "object",
-    "properties": {
-        "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{1,40}$"},
-        "description": {"type": "string", "maxLength": 400},
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "type": {"const": "object"},
-                "properties": {"type": "object"},
-                "required": {"type": "array", "items": {"type": "string"}},
-            },
-            "required": ["type", "properties"],
-        },
-        "source": {"type": "string", "maxLength": 6000},
-    },
+    "properties": _MADE_PROPERTIES,
     "required": ["name", "description", "parameters", "source"],
+}
+FOR_TASK_SCHEMA = {
+    "type": "object",
+    "properties": {**_MADE_PROPERTIES, "arguments": {"type": "object"}},
+    "required": ["name", "description", "parameters", "source", "arguments"],
 }
 _RESULT = "<bigloop-result>"  # the harness's line; the function's own prints stay output
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,40}$")
@@ -75,6 +87,7 @@ class MadeTool:
     version: int = 1
     created_at: float = field(default_factory=time.time)
     retired: str | None = None  # why it no longer runs (failed a recheck)
+    made_for: str | None = None  # the request it was made from (`tool_for`)
 
     @property
     def sha256(self) -> str:
@@ -121,19 +134,147 @@ async def make_tool(
             json.dumps({"arguments": e.arguments, "result": e.expected}) for e in examples
         ),
     )
-    prompt = [
-        Message(role="system", content=MAKE_TOOL_SYSTEM),
-        Message(role="user", content=request),
-    ]
-    settings = ModelSettings(max_tokens=1200, response_schema=MADE_SCHEMA)
-    reply = await maker.chat(prompt, [], settings)
-    proposal = _proposal(reply.text)
+    proposal = await _ask(maker, request, MADE_SCHEMA)
     if isinstance(proposal, Rejected):
         return proposal
+    proposal.pop("arguments", None)
     made = MadeTool(examples=examples, maker=maker.name, **proposal)
     if problem := await first_failure(made, limits):
         return Rejected(problem, made.source)
     return made
+
+
+async def tool_for(
+    task: str,
+    answer: str,
+    accepts: Callable[[Any], bool],
+    maker: ChatModel,
+    *,
+    tries: int = 2,
+    limits: SandboxLimits | None = None,
+) -> MadeTool | Rejected:
+    """LATM's tool maker on one failure: ask `maker` for a general function for requests
+    like `task` (whose right answer is `answer`) and the call that answers `task`; a
+    `MadeTool` when that call's values all occur in `task`, its result is one `accepts`
+    takes, and the result changes when the numbers given change (no answer baked in).
+    The call and its result become the tool's example, rechecked like any other. A
+    rejected proposal is sent back with the reason (CREATOR's rectification), up to
+    `tries` proposals in all; the last rejection when none passes."""
+    prompt = [
+        Message(role="system", content=MAKE_TOOL_SYSTEM),
+        Message(role="user", content=MAKE_TOOL_FOR_TASK_REQUEST.format(task=task, answer=answer)),
+    ]
+    rejected = Rejected("no proposal was asked for")
+    for _ in range(tries):
+        settings = ModelSettings(max_tokens=1200, response_schema=FOR_TASK_SCHEMA)
+        reply = await maker.chat(prompt, [], settings)
+        proposal = _proposal(reply.text)
+        outcome = (
+            proposal
+            if isinstance(proposal, Rejected)
+            else await _checked(proposal, task, answer, accepts, maker.name, limits)
+        )
+        if isinstance(outcome, MadeTool):
+            return outcome
+        rejected = outcome
+        prompt += [
+            Message(role="assistant", content=reply.text),
+            Message(role="user", content=MAKE_TOOL_RETRY.format(reason=outcome.reason)),
+        ]
+    return rejected
+
+
+async def _checked(
+    proposal: dict[str, Any],
+    task: str,
+    answer: str,
+    accepts: Callable[[Any], bool],
+    maker: str,
+    limits: SandboxLimits | None,
+) -> MadeTool | Rejected:
+    """`proposal` as a tool when its call for `task` is grounded, right and not a
+    constant; else why not."""
+    arguments = proposal.pop("arguments", None)
+    source = proposal["source"]
+    if not isinstance(arguments, dict) or not arguments:
+        return Rejected("the maker gave no call for the request", source)
+    if problem := ungrounded(arguments, task):
+        return Rejected(problem, source)
+    made = MadeTool(examples=[], maker=maker, made_for=task, **proposal)
+    chosen = limits or SandboxLimits()
+    try:
+        got = await run_made(made, arguments, chosen)
+    except ToolFailure as e:
+        return Rejected(f"{_shown(arguments)} failed: {str(e)[:300]}", source)
+    if not accepts(got):
+        return Rejected(f"{_shown(arguments)} gave {got!r}; the right answer is {answer}", source)
+    if not await _depends(made, arguments, got, chosen):
+        return Rejected("its result does not change with the numbers it is given", source)
+    made.examples = [Example(arguments=arguments, expected=got)]
+    return made
+
+
+async def _ask(maker: ChatModel, request: str, schema: dict[str, Any]) -> dict[str, Any] | Rejected:
+    prompt = [
+        Message(role="system", content=MAKE_TOOL_SYSTEM),
+        Message(role="user", content=request),
+    ]
+    settings = ModelSettings(max_tokens=1200, response_schema=schema)
+    reply = await maker.chat(prompt, [], settings)
+    return _proposal(reply.text)
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+
+
+def ungrounded(arguments: dict[str, Any], text: str) -> str | None:
+    """Why `arguments` are not taken from `text` (a value that does not occur in it: a
+    number written there, or that number as a fraction of 100; a name written there);
+    None when every value occurs."""
+    numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(text)]
+    lowered = " ".join(text.lower().split())
+
+    def occurs(value: Any) -> bool:
+        if isinstance(value, bool) or value is None:
+            return True
+        if isinstance(value, int | float):
+            return any(
+                math.isclose(value, n, rel_tol=1e-9) or math.isclose(value * 100, n, rel_tol=1e-9)
+                for n in numbers
+            )
+        if isinstance(value, str):
+            return " ".join(value.lower().split()) in lowered
+        if isinstance(value, list):
+            return all(map(occurs, value))
+        if isinstance(value, dict):
+            return all(map(occurs, value.values()))
+        return False
+
+    for name, value in arguments.items():
+        if not occurs(value):
+            return f"{name}={value!r} does not occur in the request"
+    return None
+
+
+async def _depends(
+    made: MadeTool, arguments: dict[str, Any], got: Any, limits: SandboxLimits
+) -> bool:
+    """Whether `made`'s result changes when its numeric arguments do (True when it takes
+    none: names cannot be changed blindly)."""
+    numeric = {
+        k: v for k, v in arguments.items() if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+    if not numeric:
+        return True
+    changed = {
+        **arguments,
+        **{k: (v * 3 + 7 if isinstance(v, int) else v * 1.7 + 0.3) for k, v in numeric.items()},
+    }
+    try:
+        other = await run_made(made, changed, limits)
+    except ToolFailure:
+        return True  # other values may be out of its domain (a date, a count); it ran on ours
+    return not same(other, got)
 
 
 def _proposal(text: str) -> dict[str, Any] | Rejected:
@@ -147,7 +288,8 @@ def _proposal(text: str) -> dict[str, Any] | Rejected:
         return Rejected(f"{name!r} is not a usable tool name", source)
     if f"def {name}(" not in source:
         return Rejected(f"the source defines no function {name}()", source)
-    return {"name": name, "description": description, "parameters": parameters, "source": source}
+    found = {"name": name, "description": description, "parameters": parameters, "source": source}
+    return found | ({"arguments": data["arguments"]} if "arguments" in data else {})
 
 
 async def first_failure(made: MadeTool, limits: SandboxLimits | None = None) -> str | None:

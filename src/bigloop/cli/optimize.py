@@ -39,7 +39,12 @@ def optimize(
     ] = None,
     category: Annotated[
         str | None,
-        typer.Option("--category", "-c", help="BFCL single-turn category, e.g. simple_python."),
+        typer.Option(
+            "--category",
+            "-c",
+            help="BFCL single-turn categories, e.g. simple_python; for tasks, suite "
+            "categories (e.g. arithmetic,multistep; default: all).",
+        ),
     ] = None,
     train: Annotated[int, typer.Option("--train", min=1, help="Training examples (BFCL).")] = 30,
     dev: Annotated[int, typer.Option("--dev", min=1, help="Dev examples (BFCL).")] = 30,
@@ -56,6 +61,8 @@ def optimize(
             help="Run only these steps, in this order (repeatable): policies, demos, "
             "instructions, tool_docs, and the opt-in data (adds cases like the training "
             "failures to the training examples of the steps after it; not with --ray). "
+            "Also opt-in: finetune (a LoRA adapter, BFCL) and tools (the reflector writes a "
+            "tool for each training failure; kept ones go to OUT's stem + .tools/). "
             "Default: the first four.",
         ),
     ] = None,
@@ -80,8 +87,8 @@ def optimize(
         str | None,
         typer.Option(
             "--reflector",
-            help="The model that proposes instructions and tool docs (a .gguf path or "
-            "'embedded'); default: --model.",
+            help="The model that proposes instructions and tool docs and makes tools (a "
+            ".gguf path, 'embedded' or 'coder-1.5b'); default: --model.",
         ),
     ] = None,
     test: Annotated[
@@ -182,6 +189,7 @@ def optimize(
         tuning=_tuning(base, work, rounds, epochs, lora_rank, device, seed)
         if "finetune" in chosen_steps
         else None,
+        tools_folder=out.with_name(out.stem + ".tools"),
         log=log,
     )
     try:
@@ -264,6 +272,8 @@ def _described(
         if bench == "bfcl"
         else {"bench": "tasks"}
     )
+    if bench == "tasks" and category:
+        described["categories"] = [c.strip() for c in category.split(",") if c.strip()]
     if strong:
         described["strong"] = LoopConfig(escalate=strong).with_absolute_paths().escalate
         LoopConfig(escalate=described["strong"]).escalating(loop_model)

@@ -27,8 +27,18 @@ def fingerprint(config: LoopConfig) -> str:
     for later in ("escalate", "adapter", "adapter_sha256", "tools_dir"):
         if data[later] is None:  # added later: unset, they keep the old fingerprints
             del data[later]
+    if data.get("tools_dir"):  # the same folder may hold other tools later
+        data["tools_dir"] = [data["tools_dir"], _contents(Path(data["tools_dir"]))]
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _contents(folder: Path) -> str:
+    """A hash of the tool library in `folder` (every version file's bytes)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.v*.json")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @dataclass(kw_only=True)

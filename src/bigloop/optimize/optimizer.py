@@ -32,9 +32,10 @@ from bigloop.optimize.finetune.train import LoraSettings
 
 STEPS = ("policies", "demos", "instructions", "tool_docs")
 """The steps run by default."""
-ALL_STEPS = (*STEPS, "data", "finetune")
+ALL_STEPS = (*STEPS, "data", "finetune", "tools")
 """Every step; "data" only when asked for, before the steps that should use its cases;
-"finetune" (a LoRA adapter for the loop's local model) only when asked for."""
+"finetune" (a LoRA adapter for the loop's local model) and "tools" (tools the reflector
+writes for the training failures, `made_tools`) only when asked for."""
 
 
 @dataclass(kw_only=True)
@@ -81,6 +82,7 @@ class Optimizer:
         memo: a file remembering proposals, for resuming.
         per_cluster: cases the data step makes per kind of training failure.
         tuning: how the finetune step trains (needed when it runs).
+        tools_folder: the tool library the tools step writes (needed when it runs).
         log: receives one line per candidate tried and per step.
 
     Raises:
@@ -101,6 +103,7 @@ class Optimizer:
         memo: Path | None = None,
         per_cluster: int = 4,
         tuning: Tuning | None = None,
+        tools_folder: Path | None = None,
         log: Callable[[str], None] = lambda line: None,
     ) -> None:
         if "data" in steps and evaluator.runner is not None:
@@ -119,6 +122,8 @@ class Optimizer:
         self.per_cluster = per_cluster
         self.tuning = tuning
         self.tuned: list[dict[str, object]] = []
+        self.tools_folder = tools_folder
+        self.made: dict[str, object] | None = None
         self.log = log
         self.reflections = 0
         self._memo = _load_memo(memo)
@@ -173,6 +178,8 @@ class Optimizer:
             provenance["data"] = evolved
         if self.tuned:
             provenance["finetune"] = self.tuned
+        if self.made is not None:
+            provenance["tools"] = self.made
         return current.model_copy(update={"provenance": provenance})
 
     def _provenance(
@@ -237,6 +244,8 @@ class Optimizer:
             return await self._tool_docs(current, train, dev)
         if step == "finetune":
             return await self._finetune(current, train, dev)
+        if step == "tools":
+            return await self._tools(current, train, dev)
         raise ValueError(f"Unknown step {step!r}; choose from {', '.join(ALL_STEPS)}.")
 
     async def _data(
@@ -286,6 +295,32 @@ class Optimizer:
         self.tuned = rounds_record(rounds)
         what = f"a LoRA adapter ({config.adapter}) trained on {rounds[-1].turns} verified turns"
         return Proposal(config=config, scores=scores, what=what)
+
+    async def _tools(
+        self, current: LoopConfig, train: list[Example], dev: list[Example]
+    ) -> Proposal | None:
+        from bigloop.atoms.made import ToolLibrary
+        from bigloop.optimize import made_tools
+
+        if not isinstance(self.bench, made_tools.KnowsAnswers) or self.tools_folder is None:
+            self.log(f"[tools] {self.bench.name} cannot say its answers; skipped")
+            return None
+        runs = await self.evaluator.score(current, train)
+        failures = [e for e in train if runs.outcomes[e.id].score < 1]
+        self.log(f"[tools] {len(failures)} training failures; a tool asked for each")
+        library = ToolLibrary(self.tools_folder)
+        attempts = await made_tools.make_tools(
+            self.bench, failures, self.reflector, library, log=self.log
+        )
+        self.made = made_tools.record(attempts, self.tools_folder)
+        accepted = [a.tool for a in attempts if a.tool]
+        if not accepted:
+            return None
+        with_tools = current.model_copy(update={"tools_dir": str(self.tools_folder)})
+        scores = await self.evaluator.score(with_tools, dev)
+        self.log(f"[tools] with {len(accepted)} made tools: dev {scores.right}/{len(dev)}")
+        what = f"{len(accepted)} made tools ({', '.join(accepted)}) in {self.tools_folder}"
+        return Proposal(config=with_tools, scores=scores, what=what)
 
     async def _policies(
         self, current: LoopConfig, dev: list[Example], front: list[dict[str, object]]

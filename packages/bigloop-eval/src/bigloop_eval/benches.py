@@ -33,7 +33,7 @@ from bigloop_eval.bfcl_score import score
 from bigloop_eval.bfcl_single import loop_run, made_calls
 from bigloop_eval.bfcl_teach import never_trained_requests, teach
 from bigloop_eval.bfcl_variants import number_variant
-from bigloop_eval.suite import CATEGORIES, Task, Workspace, split
+from bigloop_eval.suite import CATEGORIES, Task, Toolbox, Workspace, split
 from bigloop_eval.suite.checks import Outcome as SuiteOutcome
 from bigloop_eval.suite.run import build_loop
 
@@ -213,23 +213,35 @@ class BfclBench(_Models):
 class SuiteBench(_Models):
     """The everyday-task suite, each task with its own tools over a generated workspace."""
 
-    def __init__(self, model: ChatModel, store: TraceStore, *, strong: str | None = None) -> None:
+    def __init__(
+        self,
+        model: ChatModel,
+        store: TraceStore,
+        *,
+        strong: str | None = None,
+        categories: list[str] | None = None,
+    ) -> None:
         super().__init__(model, strong)
-        self.name = "tasks"
+        if unknown := sorted(set(categories or ()) - set(CATEGORIES)):
+            raise UserError(
+                f"Unknown suite categories {unknown}; choose from {', '.join(CATEGORIES)}."
+            )
+        chosen = [c for c in CATEGORIES if not categories or c in categories]
+        self.name = "tasks" if not categories else f"tasks:{','.join(chosen)}"
         self.store = store
         self._tmp = tempfile.TemporaryDirectory(prefix="bigloop-optimize-")
         self.workspace = Workspace.create(Path(self._tmp.name))
         self._tasks = {t.id: t for t in split("all")}
         train: list[Task] = []
         dev: list[Task] = []
-        for category in CATEGORIES:
+        for category in chosen:
             tasks = [t for t in split("dev") if t.category == category]
             train += tasks[0::2]
             dev += tasks[1::2]
         self._splits: dict[Split, list[Task]] = {
             "train": train,
             "dev": dev,
-            "test": split("test"),
+            "test": [t for t in split("test") if t.category in chosen],
         }
 
     def close(self) -> None:
@@ -250,6 +262,18 @@ class SuiteBench(_Models):
         verdict = "" if passed else f"check: {why} (answer: {str(run.answer)[:200]!r})"
         return _outcome(example, run, steps, passed, verdict, seconds)
 
+    def reference(self, example: Example) -> str | None:
+        """The answer the task's reference solution computes with the real tools (None for
+        a task that has none: a question to ask, no tool needed)."""
+        task = self._tasks[example.id]
+        if task.solve is None:
+            return None
+        return str(task.solve(Toolbox(self.workspace)))
+
+    def accepts(self, example: Example, answer: str) -> bool:
+        passed, _ = self._tasks[example.id].check(SuiteOutcome(status="ok", answer=answer))
+        return passed
+
     def tools(self) -> list[ToolSpec]:
         names = sorted({n for t in self._splits["train"] for n in t.tools})
         tools = {t.name: t for t in self.workspace.tools(tuple(names))}
@@ -266,8 +290,9 @@ def build_bench(
     spec: dict[str, Any], model: ChatModel, store: TraceStore
 ) -> BfclBench | SuiteBench:
     """A bench from its description: {"bench": "bfcl", "category": C, "train": N,
-    "dev": N, "test": N} or {"bench": "tasks"}, either with an optional "strong" model
-    name (`_Models.strong`) (how Ray workers rebuild the bench)."""
+    "dev": N, "test": N} or {"bench": "tasks"} (optionally with "categories": [...]), either
+    with an optional "strong" model name (`_Models.strong`) (how Ray workers rebuild the
+    bench)."""
     strong = spec.get("strong")
     if spec["bench"] == "bfcl":
         return BfclBench(
@@ -279,7 +304,7 @@ def build_bench(
             test=spec["test"],
             strong=strong,
         )
-    return SuiteBench(model, store, strong=strong)
+    return SuiteBench(model, store, strong=strong, categories=spec.get("categories"))
 
 
 def _outcome(

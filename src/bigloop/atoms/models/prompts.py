@@ -58,6 +58,28 @@ type object with a property, type and description for each argument, and "requir
 and "source": the complete code defining `def <name>(...)` with exactly those \
 parameters, imports inside it or at the top."""
 
+MAKE_TOOL_FOR_TASK_REQUEST = """\
+A small assistant got this request wrong:
+{task}
+
+The right answer is: {answer}
+
+Write one general, reusable Python function for requests of this kind (the same kind \
+of task with other values), so that the assistant can call it instead of working it out \
+itself. Every value that can change between such requests is a parameter: hard-code \
+no number or name from this request.
+
+Reply with the tool: a snake_case "name" (the function's name), a one-sentence \
+"description" for someone deciding whether to call it, "parameters" (a JSON schema of \
+type object with a property, type and description for each argument, and "required"), \
+"source": the complete code defining `def <name>(...)` with exactly those parameters, \
+and "arguments": the call that answers the request above (each value as written in it)."""
+
+MAKE_TOOL_RETRY = """\
+That tool was rejected: {reason}
+Reply with a corrected tool in the same form (write the source with real line breaks \
+and indentation)."""
+
 # The model-as-judge verifier (`bigloop.atoms.verifiers.JudgeVerifier`).
 JUDGE_SYSTEM = """\
 You check the work of a junior assistant that completes requests by calling tools. \

@@ -96,10 +96,14 @@ def build_loop(
     model: ChatModel, tools: list[Tool], config: LoopConfig, store: TraceStore | None = None
 ) -> Loop:
     """The loop `config` describes, with `model` and `tools` instead of the ones it names;
-    traced to `store` when given."""
+    traced to `store` when given. The made tools of `config.tools_dir` join `tools`."""
     bound = _Bound.model_validate(config.model_dump())
     bound._model = model
     bound._tools = tools
+    if config.tools_dir:
+        from bigloop.atoms.made import ToolLibrary
+
+        bound._tools = [*tools, *ToolLibrary(config.tools_dir).tools()]
     return Loop.from_config(bound, store=store)
 
 
