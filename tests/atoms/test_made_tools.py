@@ -13,7 +13,15 @@ import pytest
 
 from bigloop import FunctionModel, Loop, Message, ScriptedModel, ToolSpec, UserError
 from bigloop.atoms.builtin._confine import SandboxUnavailable, boundary
-from bigloop.atoms.made import Example, MadeTool, Rejected, ToolLibrary, make_tool, same
+from bigloop.atoms.made import (
+    Example,
+    MadeTool,
+    Rejected,
+    ToolLibrary,
+    make_tool,
+    same,
+    tool_for,
+)
 
 try:
     boundary()
@@ -143,3 +151,68 @@ def test_the_command_line_rechecks_a_library_and_refuses_bad_examples(tmp_path: 
     (tmp_path / "examples.jsonl").write_text('{"args": {}}\n')
     bad = bigloop("tools", "make", "x", "--examples", str(tmp_path / "examples.jsonl"))
     assert bad.returncode == 2 and "each line must be" in bad.stderr
+
+
+def task_maker(replies: list[dict[str, object]], seen: list[list[Message]]) -> FunctionModel:
+    """A maker that answers the k-th request with the k-th proposal."""
+
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
+        seen.append(list(messages))
+        return json.dumps(replies[min(len(seen), len(replies)) - 1])
+
+    return FunctionModel(reply, name="maker")
+
+
+def proposal(source: str, arguments: dict[str, object]) -> dict[str, object]:
+    return {
+        "name": "add_percent",
+        "description": "An amount plus a percentage of it.",
+        "parameters": PARAMETERS,
+        "source": source,
+        "arguments": arguments,
+    }
+
+
+TASK = "A jacket costs $1,200 plus 15% tax. What do I pay?"
+
+
+def right(got: object) -> bool:
+    return isinstance(got, int | float) and same(got, 1380)
+
+
+def test_a_tool_made_for_a_failed_request_keeps_its_call_as_its_example() -> None:
+    seen: list[list[Message]] = []
+    made = asyncio.run(tool_for(TASK, "1380", right, task_maker([proposal(GOOD, CALL)], seen)))
+    assert isinstance(made, MadeTool) and made.made_for == TASK
+    assert made.examples == [Example(arguments=CALL, expected=1380.0)]
+    assert TASK in seen[0][-1].content and "1380" in seen[0][-1].content
+
+
+CALL = {"amount": 1200, "percent": 15}
+
+
+@pytest.mark.parametrize(
+    ("source", "arguments", "why"),
+    [
+        (GOOD, {"amount": 1200, "percent": 16}, "percent=16 does not occur in the request"),
+        (WRONG, CALL, "the right answer is 1380"),
+        ("def add_percent(amount, percent):\n    return 1380\n", CALL, "does not change"),
+    ],
+)
+def test_a_made_tool_is_rejected_when_its_call_is_invented_wrong_or_a_constant(
+    source: str, arguments: dict[str, object], why: str
+) -> None:
+    seen: list[list[Message]] = []
+    made = asyncio.run(
+        tool_for(TASK, "1380", right, task_maker([proposal(source, arguments)], seen), tries=1)
+    )
+    assert isinstance(made, Rejected) and why in made.reason
+
+
+def test_a_rejected_tool_goes_back_to_the_maker_with_the_reason() -> None:
+    seen: list[list[Message]] = []
+    replies = [proposal(WRONG, CALL), proposal(GOOD, CALL)]
+    made = asyncio.run(tool_for(TASK, "1380", right, task_maker(replies, seen)))
+    assert isinstance(made, MadeTool) and made.source == GOOD
+    assert len(seen) == 2 and "the right answer is 1380" in seen[1][-1].content
+    assert seen[1][-2].role == "assistant"
