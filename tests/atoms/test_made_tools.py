@@ -188,7 +188,7 @@ def test_a_tool_made_for_a_failed_request_keeps_its_call_as_its_example() -> Non
     assert TASK in seen[0][-1].content and "1380" in seen[0][-1].content
 
 
-CALL = {"amount": 1200, "percent": 15}
+CALL: dict[str, object] = {"amount": 1200, "percent": 15}
 
 
 @pytest.mark.parametrize(
