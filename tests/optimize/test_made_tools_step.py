@@ -77,17 +77,17 @@ def maker() -> FunctionModel:
     return FunctionModel(reply, name="maker")
 
 
+def optimized(bench: TaxBench, folder: Path, evals: Path) -> LoopConfig:
+    optimizer = Optimizer(
+        bench, Evaluator(bench, evals), maker(), steps=["tools"], tools_folder=folder
+    )
+    return asyncio.run(optimizer.run(LoopConfig()))
+
+
 def test_the_tools_step_makes_a_tool_per_failure_and_keeps_the_library(tmp_path: Path) -> None:
     bench = TaxBench()
     folder = tmp_path / "loop.tools"
-    optimizer = Optimizer(
-        bench,
-        Evaluator(bench, tmp_path / "evals.jsonl"),
-        maker(),
-        steps=["tools"],
-        tools_folder=folder,
-    )
-    result = asyncio.run(optimizer.run(LoopConfig()))
+    result = optimized(bench, folder, tmp_path / "evals.jsonl")
     assert result.tools_dir == str(folder)
     assert [m.name for m in ToolLibrary(folder).made()] == ["with_tax_100", "with_tax_200"]
     made = result.provenance["tools"]  # type: ignore[index]
@@ -95,14 +95,7 @@ def test_the_tools_step_makes_a_tool_per_failure_and_keeps_the_library(tmp_path:
     assert result.provenance["dev_after"] == 1.0  # type: ignore[index]
     # a rerun asks nothing again: the library holds a tool for each failure already
     bench.asked.clear()
-    again = Optimizer(
-        bench,
-        Evaluator(bench, tmp_path / "evals2.jsonl"),
-        maker(),
-        steps=["tools"],
-        tools_folder=folder,
-    )
-    asyncio.run(again.run(LoopConfig()))
+    optimized(bench, folder, tmp_path / "evals2.jsonl")
     assert bench.asked == []
 
 
