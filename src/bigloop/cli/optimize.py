@@ -47,6 +47,16 @@ def optimize(
         ),
     ] = None,
     train: Annotated[int, typer.Option("--train", min=1, help="Training examples (BFCL).")] = 30,
+    generate: Annotated[
+        int,
+        typer.Option(
+            "--generate",
+            min=0,
+            help="tasks: add this many generated training tasks per family (arithmetic, "
+            "units, dates, multistep, files, sql, no_tool; answers computed by the tools, "
+            "over a workspace of their own).",
+        ),
+    ] = 0,
     dev: Annotated[int, typer.Option("--dev", min=1, help="Dev examples (BFCL).")] = 30,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Where to write the optimized config.")
@@ -61,7 +71,7 @@ def optimize(
             help="Run only these steps, in this order (repeatable): policies, demos, "
             "instructions, tool_docs, and the opt-in data (adds cases like the training "
             "failures to the training examples of the steps after it; not with --ray). "
-            "Also opt-in: finetune (a LoRA adapter, BFCL) and tools (the reflector writes a "
+            "Also opt-in: finetune (a LoRA adapter; BFCL or tasks) and tools (the reflector writes a "
             "tool for each training failure; kept ones go to OUT's stem + .tools/). "
             "Default: the first four.",
         ),
@@ -147,6 +157,10 @@ def optimize(
     bigloop optimize --bench bfcl -c simple_python,multiple --train 30 --dev 10
     --step finetune -o tuned.json
 
+    Or on the task suite, with generated training tasks:
+
+    bigloop optimize --bench tasks --generate 12 --step finetune -o tuned.json
+
     then `bigloop run --config loop.json "..."` or `bigloop eval bfcl --config loop.json`.
     """
     if ctx.invoked_subcommand is not None:
@@ -160,6 +174,10 @@ def optimize(
     from bigloop.trace.store import TraceStore
 
     chosen_steps = _checked(bench, category, out, steps)
+    if generate and bench != "tasks":
+        from bigloop._errors import UserError
+
+        raise UserError("--generate makes suite tasks: use it with --bench tasks.")
     assert out is not None
     base = _base_config(config_file, model, base_url)
     work = work or out.with_name(out.name + ".work")
@@ -169,6 +187,8 @@ def optimize(
     reflect_model = _reflect_model(reflector, base.model, loop_model)
     store = TraceStore(work / "traces.db")
     described = _described(bench, category, train, dev, test, strong, loop_model)
+    if generate:
+        described |= {"generated": generate, "seed": seed}
     chosen: Any = build_bench(described, loop_model, store)
     runner = None
     if ray_address:

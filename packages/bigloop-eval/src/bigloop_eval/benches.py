@@ -31,7 +31,7 @@ from bigloop.trace.store import TraceStore
 from bigloop_eval.bfcl_data import Case, load_cases
 from bigloop_eval.bfcl_score import score
 from bigloop_eval.bfcl_single import loop_run, made_calls
-from bigloop_eval.bfcl_teach import never_trained_requests, teach
+from bigloop_eval.bfcl_teach import bfcl_test_requests, never_trained_requests, teach
 from bigloop_eval.bfcl_variants import number_variant
 from bigloop_eval.suite import CATEGORIES, Task, Toolbox, Workspace, split
 from bigloop_eval.suite.checks import Outcome as SuiteOutcome
@@ -220,6 +220,8 @@ class SuiteBench(_Models):
         *,
         strong: str | None = None,
         categories: list[str] | None = None,
+        generated: int = 0,
+        seed: int = 0,
     ) -> None:
         super().__init__(model, strong)
         if unknown := sorted(set(categories or ()) - set(CATEGORIES)):
@@ -238,11 +240,27 @@ class SuiteBench(_Models):
             tasks = [t for t in split("dev") if t.category == category]
             train += tasks[0::2]
             dev += tasks[1::2]
+        self._workspaces = {t.id: self.workspace for t in self._tasks.values()}
+        if generated:
+            made = self._generated(generated, seed, chosen)
+            train += made
         self._splits: dict[Split, list[Task]] = {
             "train": train,
             "dev": dev,
             "test": [t for t in split("test") if t.category in chosen],
         }
+
+    def _generated(self, per_family: int, seed: int, chosen: list[str]) -> list[Task]:
+        """`per_family` generated training tasks of each chosen family, over their own
+        training workspace (`suite.generate`)."""
+        from bigloop_eval.suite.generate import TrainingData, generate
+
+        data = TrainingData(Path(self._tmp.name) / "training", seed)
+        made = [t for t in generate(per_family, seed, data) if t.category in chosen]
+        for task in made:
+            self._tasks[task.id] = task
+            self._workspaces[task.id] = data.workspace
+        return made
 
     def close(self) -> None:
         self._tmp.cleanup()
@@ -253,7 +271,8 @@ class SuiteBench(_Models):
     async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
         task = self._tasks[example.id]
         model = self.model_for(config)
-        loop = build_loop(model, self.workspace.tools(task.tools), config, self.store)
+        tools = self._workspaces[task.id].tools(task.tools)
+        loop = build_loop(model, tools, config, self.store)
         start = time.perf_counter()
         run = await loop.run(task.text)
         seconds = time.perf_counter() - start
@@ -268,7 +287,7 @@ class SuiteBench(_Models):
         task = self._tasks[example.id]
         if task.solve is None:
             return None
-        return str(task.solve(Toolbox(self.workspace)))
+        return str(task.solve(Toolbox(self._workspaces[task.id])))
 
     def accepts(self, example: Example, answer: str) -> bool:
         passed, _ = self._tasks[example.id].check(SuiteOutcome(status="ok", answer=answer))
@@ -285,12 +304,27 @@ class SuiteBench(_Models):
     def knobs(self) -> list[dict[str, object]]:
         return self._knobs(SUITE_KNOBS)
 
+    async def turns(self, config: LoopConfig, example: Example) -> list[Turn]:
+        """The task's solution (its tool calls, then the answer) recorded through the
+        suite's loop under `config`, kept when the task's check passes (`suite_teach`)."""
+        from bigloop_eval.suite_teach import teach_task
+
+        task = self._tasks[example.id]
+        return await teach_task(task, self._workspaces[task.id], config)
+
+    def held_out(self) -> list[str]:
+        """Every dev and test request of the suite, and BFCL's test and never-trained
+        requests (nothing trained on may copy them)."""
+        suite = [t.text for t in [*self._splits["dev"], *split("test")]]
+        return suite + bfcl_test_requests() + never_trained_requests()
+
 
 def build_bench(
     spec: dict[str, Any], model: ChatModel, store: TraceStore
 ) -> BfclBench | SuiteBench:
     """A bench from its description: {"bench": "bfcl", "category": C, "train": N,
-    "dev": N, "test": N} or {"bench": "tasks"} (optionally with "categories": [...]), either
+    "dev": N, "test": N} or {"bench": "tasks"} (optionally with "categories": [...], and
+    "generated": N training tasks per family from "seed"), either
     with an optional "strong" model name (`_Models.strong`) (how Ray workers rebuild the
     bench)."""
     strong = spec.get("strong")
@@ -304,7 +338,14 @@ def build_bench(
             test=spec["test"],
             strong=strong,
         )
-    return SuiteBench(model, store, strong=strong, categories=spec.get("categories"))
+    return SuiteBench(
+        model,
+        store,
+        strong=strong,
+        categories=spec.get("categories"),
+        generated=spec.get("generated", 0),
+        seed=spec.get("seed", 0),
+    )
 
 
 def _outcome(

@@ -114,3 +114,13 @@ def never_trained_requests() -> list[str]:
         for case in load_cases(category):
             requests += [m["content"] for m in case.messages if m["role"] == "user"]
     return requests
+
+
+@functools.cache
+def bfcl_test_requests() -> list[str]:
+    """Every request of the trainable categories' test cases (their first 100)."""
+    requests = []
+    for category in TRAINABLE:
+        for case in load_cases(category)[:FIRST_TRAINABLE]:
+            requests += [m["content"] for m in case.messages if m["role"] == "user"]
+    return requests

@@ -26,7 +26,7 @@ from bigloop.optimize.finetune.train import LoraSettings, Trained, train_adapter
 from bigloop.optimize.finetune.turns import Turn, save_turns
 
 ANSWER_SHARE = 0.05
-"""The most share of training turns whose target is an answer (no call). Measured: with
+"""The most share of training turns whose target is an answer given before any call. Measured: with
 18% (every BFCL irrelevance turn, failures twice) the tuned 0.5B answered "no tool can
 do this" on 13 of 50 dev cases that needed a call (dev 36 → 35 of 60;
 bench/results/finetune/)."""
@@ -188,19 +188,20 @@ async def _gather(
 
 
 def _capped(turns: list[Turn], share: float, log: Callable[[str], None]) -> list[Turn]:
-    """`turns` with answer turns (no call) cut to `share` of the result: an evenly spread
-    selection of them is kept, the order of the rest unchanged."""
-    answers = [t for t in turns if t.reply.startswith('{"answer"')]
-    calls = [t for t in turns if not t.reply.startswith('{"answer"')]
+    """`turns` with first-turn answers (no call made, `Turn.declines`) cut to `share` of
+    the result: an evenly spread selection of them is kept, the order of the rest
+    unchanged. Answers after tool results are not counted: they finish a task."""
+    answers = [t for t in turns if t.declines]
+    calls = [t for t in turns if not t.declines]
     room = int(share * len(calls) / (1 - share)) if share < 1 else len(answers)
     if len(answers) <= room:
         return turns
     kept = {id(answers[int(i * len(answers) / room)]) for i in range(room)} if room else set()
     log(
-        f"[finetune] {len(answers) - len(kept)} of {len(answers)} answer turns left out "
-        f"(at most {share:.0%} of the turns)"
+        f"[finetune] {len(answers) - len(kept)} of {len(answers)} answers without a call "
+        f"left out (at most {share:.0%} of the turns)"
     )
-    return [t for t in turns if id(t) in kept or not t.reply.startswith('{"answer"')]
+    return [t for t in turns if id(t) in kept or not t.declines]
 
 
 def _failure_kinds(failures: list[Outcome]) -> dict[str, int]:

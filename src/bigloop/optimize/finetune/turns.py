@@ -38,6 +38,14 @@ class Turn:
     family: str
 
     @property
+    def declines(self) -> bool:
+        """The target answers without having called a tool (an answer to a request no
+        tool fits, or one the model answers itself)."""
+        return self.reply.startswith('{"answer"') and all(
+            m["role"] != "assistant" for m in self.chat
+        )
+
+    @property
     def request(self) -> str:
         """The user's request: the last user turn's text (for dedupe against tests)."""
         return next((m["content"] for m in reversed(self.chat) if m["role"] == "user"), "")
