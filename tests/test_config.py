@@ -21,6 +21,7 @@ def test_defaults_are_the_cli_defaults() -> None:
         "adapter": None,
         "adapter_sha256": None,
         "escalate": None,
+        "vote": 1,
         "tools": None,
         "files": None,
         "db": None,

@@ -76,6 +76,8 @@ class LoopConfig(BaseModel):
             turn over when `model`'s reply has invalid calls, values nobody said, or an
             answer before any tool ran (`CascadeModel` with `grounded_reply`); None: no
             escalation.
+        vote: replies per model turn; above 1 the most common of them is kept (the first
+            greedy, the rest sampled: `routing.vote.VoteModel`, self-consistency).
         base_url: an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1".
         tools: names of built-in tools; None offers `builtin.default_tools()`.
         files: let the loop read the files under this folder.
@@ -120,6 +122,7 @@ class LoopConfig(BaseModel):
     adapter: str | None = None
     adapter_sha256: str | None = None
     escalate: str | None = None
+    vote: int = Field(default=1, ge=1, le=9)
     tools: list[str] | None = None
     files: str | None = None
     db: str | None = None
@@ -280,7 +283,15 @@ class LoopConfig(BaseModel):
         from bigloop.atoms.models.spec import ModelSpec
 
         spec = ModelSpec(name=self.model, base_url=self.base_url, adapter=self.checked_adapter())
-        return self.escalating(spec.build())
+        return self.escalating(self.voting(spec.build()))
+
+    def voting(self, model: ChatModel) -> ChatModel:
+        """`model`, or — with `vote` above 1 — the most common of `vote` replies of it."""
+        if self.vote == 1:
+            return model
+        from bigloop.routing.vote import VoteModel
+
+        return VoteModel(model, self.vote)
 
     def checked_adapter(self) -> str | None:
         """`adapter`, after checking the file is there and (with `adapter_sha256`) the

@@ -119,6 +119,16 @@ def run(
             "tool ran (cheap/strong cascade).",
         ),
     ] = None,
+    vote: Annotated[
+        int | None,
+        typer.Option(
+            "--vote",
+            min=1,
+            max=9,
+            help="Replies per model turn; above 1 the most common is kept (the first "
+            "greedy, the rest sampled: self-consistency). Default 1.",
+        ),
+    ] = None,
     tools: Annotated[
         str | None,
         typer.Option(
@@ -223,6 +233,7 @@ def run(
         "base_url": base_url,
         "adapter": str(adapter.resolve()) if adapter else None,
         "escalate": escalate,
+        "vote": vote,
         "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
         "files": str(files) if files else None,
         "db": str(db) if db else None,

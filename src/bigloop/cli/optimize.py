@@ -71,8 +71,11 @@ def optimize(
             help="Run only these steps, in this order (repeatable): policies, demos, "
             "instructions, tool_docs, and the opt-in data (adds cases like the training "
             "failures to the training examples of the steps after it; not with --ray). "
-            "Also opt-in: finetune (a LoRA adapter; BFCL or tasks) and tools (the reflector writes a "
-            "tool for each training failure; kept ones go to OUT's stem + .tools/). "
+            "Also opt-in: finetune (a LoRA adapter; BFCL or tasks), tools (the reflector "
+            "writes a tool for each training failure; kept ones go to OUT's stem + "
+            ".tools/) and "
+            "workflow (an evolutionary search over the loop's structure: planner, "
+            "self-consistency votes, clarification, escalation with --strong). "
             "Default: the first four.",
         ),
     ] = None,
@@ -145,6 +148,9 @@ def optimize(
     device: Annotated[
         str, typer.Option("--device", help="finetune: cpu, cuda or auto (a GPU when present).")
     ] = "auto",
+    budget: Annotated[
+        int, typer.Option("--budget", min=1, help="workflow: structures tried beyond the base.")
+    ] = 6,
     json_out: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Optimize a loop on BFCL or the task suite. Example:
@@ -210,6 +216,7 @@ def optimize(
         if "finetune" in chosen_steps
         else None,
         tools_folder=out.with_name(out.stem + ".tools"),
+        workflow_budget=budget,
         log=log,
     )
     try:

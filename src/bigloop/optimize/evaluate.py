@@ -27,6 +27,8 @@ def fingerprint(config: LoopConfig) -> str:
     for later in ("escalate", "adapter", "adapter_sha256", "tools_dir"):
         if data[later] is None:  # added later: unset, they keep the old fingerprints
             del data[later]
+    if data.get("vote") == 1:  # added later: the default keeps the old fingerprints
+        del data["vote"]
     if data.get("tools_dir"):  # the same folder may hold other tools later
         data["tools_dir"] = [data["tools_dir"], _contents(Path(data["tools_dir"]))]
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)

@@ -32,10 +32,11 @@ from bigloop.optimize.finetune.train import LoraSettings
 
 STEPS = ("policies", "demos", "instructions", "tool_docs")
 """The steps run by default."""
-ALL_STEPS = (*STEPS, "data", "finetune", "tools")
+ALL_STEPS = (*STEPS, "data", "finetune", "tools", "workflow")
 """Every step; "data" only when asked for, before the steps that should use its cases;
-"finetune" (a LoRA adapter for the loop's local model) and "tools" (tools the reflector
-writes for the training failures, `made_tools`) only when asked for."""
+"finetune" (a LoRA adapter for the loop's local model), "tools" (tools the reflector
+writes for the training failures, `made_tools`) and "workflow" (an evolutionary search
+over the loop's structure, `optimize.workflow`) only when asked for."""
 
 
 @dataclass(kw_only=True)
@@ -104,6 +105,7 @@ class Optimizer:
         per_cluster: int = 4,
         tuning: Tuning | None = None,
         tools_folder: Path | None = None,
+        workflow_budget: int = 6,
         log: Callable[[str], None] = lambda line: None,
     ) -> None:
         if "data" in steps and evaluator.runner is not None:
@@ -124,6 +126,8 @@ class Optimizer:
         self.tuned: list[dict[str, object]] = []
         self.tools_folder = tools_folder
         self.made: dict[str, object] | None = None
+        self.searched: dict[str, object] | None = None
+        self.workflow_budget = workflow_budget
         self.log = log
         self.reflections = 0
         self._memo = _load_memo(memo)
@@ -180,6 +184,8 @@ class Optimizer:
             provenance["finetune"] = self.tuned
         if self.made is not None:
             provenance["tools"] = self.made
+        if self.searched is not None:
+            provenance["workflow"] = self.searched
         return current.model_copy(update={"provenance": provenance})
 
     def _provenance(
@@ -246,6 +252,8 @@ class Optimizer:
             return await self._finetune(current, train, dev)
         if step == "tools":
             return await self._tools(current, train, dev)
+        if step == "workflow":
+            return await self._workflow(current, dev)
         raise ValueError(f"Unknown step {step!r}; choose from {', '.join(ALL_STEPS)}.")
 
     async def _data(
@@ -321,6 +329,30 @@ class Optimizer:
         self.log(f"[tools] with {len(accepted)} made tools: dev {scores.right}/{len(dev)}")
         what = f"{len(accepted)} made tools ({', '.join(accepted)}) in {self.tools_folder}"
         return Proposal(config=with_tools, scores=scores, what=what)
+
+    async def _workflow(self, current: LoopConfig, dev: list[Example]) -> Proposal | None:
+        from bigloop.optimize import workflow
+
+        genes = dict(workflow.GENES)
+        if strong := getattr(self.bench, "strong", None):
+            genes["escalate"] = (None, strong)
+        started = self.evaluator.seconds
+        trials = await workflow.search(
+            self.evaluator,
+            current,
+            dev,
+            genes=genes,
+            budget=self.workflow_budget,
+            seed=self.seed,
+            log=self.log,
+        )
+        self.searched = workflow.record(trials, len(dev)) | {
+            "evaluation_minutes": round((self.evaluator.seconds - started) / 60, 2)
+        }
+        top = workflow.front(trials)[0]
+        if top is trials[0]:
+            return None
+        return Proposal(config=top.config, scores=top.scores, what=f"workflow {top.label}")
 
     async def _policies(
         self, current: LoopConfig, dev: list[Example], front: list[dict[str, object]]

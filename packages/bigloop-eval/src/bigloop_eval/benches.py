@@ -17,6 +17,7 @@ import json
 import random
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,10 @@ class _Models:
                     update={"escalate": None}
                 ).build_model()
             model = self._cascades[config.adapter]
+        model = config.voting(model)
         if config.escalate is None:
             return model
-        key = f"{config.adapter}>{config.escalate}"
+        key = f"{config.adapter}>{config.vote}>{config.escalate}"
         if key not in self._cascades:
             self._cascades[key] = config.escalating(model)
         return self._cascades[key]
@@ -250,7 +252,7 @@ class SuiteBench(_Models):
             "test": [t for t in split("test") if t.category in chosen],
         }
 
-    def _generated(self, per_family: int, seed: int, chosen: list[str]) -> list[Task]:
+    def _generated(self, per_family: int, seed: int, chosen: Sequence[str]) -> list[Task]:
         """`per_family` generated training tasks of each chosen family, over their own
         training workspace (`suite.generate`)."""
         from bigloop_eval.suite.generate import TrainingData, generate

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checks import Check, NoTool, all_of, date, number, text
+from .checks import Check, NoTool, date, number, text
 from .task import DB, DEFAULT, FILES, Category, Solve, Task, Toolbox, Workspace
 
 FAMILIES: tuple[Category, ...] = (
@@ -90,7 +90,9 @@ def _fmt(value: float) -> str:
 
 def _percent(rng: random.Random, data: TrainingData) -> Made:
     p, n = rng.choice((5, 8, 12.5, 15, 22, 35, 40, 65)), rng.randrange(120, 9000, 10)
-    ask = rng.choice(("How much is {p}% of {n}?", "Work out {p} percent of {n}.", "{p}% of {n} is?"))
+    ask = rng.choice(
+        ("How much is {p}% of {n}?", "Work out {p} percent of {n}.", "{p}% of {n} is?")
+    )
     return Made(
         text=ask.format(p=p, n=_fmt(n)), check=number(p / 100 * n), solve=_calc(f"{p} / 100 * {n}")
     )
@@ -131,14 +133,24 @@ def _power(rng: random.Random, data: TrainingData) -> Made:
     base, exp = rng.randint(2, 19), rng.randint(3, 6)
     root = rng.randint(12, 99) ** 2
     if rng.random() < 0.5:
-        return Made(text=f"What is {base} to the power of {exp}?", check=number(base**exp),
-                    solve=_calc(f"{base} ** {exp}"))
-    return Made(text=f"Find the square root of {_fmt(root)}.", check=number(root**0.5),
-                solve=_calc(f"sqrt({root})"))
+        return Made(
+            text=f"What is {base} to the power of {exp}?",
+            check=number(base**exp),
+            solve=_calc(f"{base} ** {exp}"),
+        )
+    return Made(
+        text=f"Find the square root of {_fmt(root)}.",
+        check=number(root**0.5),
+        solve=_calc(f"sqrt({root})"),
+    )
 
 
 def _growth(rng: random.Random, data: TrainingData) -> Made:
-    start, rate, years = rng.randrange(500, 20000, 100), rng.choice((2, 3.5, 4, 5, 7)), rng.randint(2, 12)
+    start, rate, years = (
+        rng.randrange(500, 20000, 100),
+        rng.choice((2, 3.5, 4, 5, 7)),
+        rng.randint(2, 12),
+    )
     return Made(
         text=f"I invest ${_fmt(start)} at {rate}% a year, compounded yearly. What will it be "
         f"worth after {years} years, to the cent?",
@@ -310,9 +322,13 @@ def _weight_cost(rng: random.Random, data: TrainingData) -> Made:
 
 def _server_field(rng: random.Random, data: TrainingData) -> Made:
     server = rng.choice(data.servers)
-    field, asked = rng.choice((("Port", "which port does {n} listen on"),
-                               ("Owner", "who looks after the {n} server"),
-                               ("OS", "what operating system runs on {n}")))
+    field, asked = rng.choice(
+        (
+            ("Port", "which port does {n} listen on"),
+            ("Owner", "who looks after the {n} server"),
+            ("OS", "what operating system runs on {n}"),
+        )
+    )
     path = f"servers/{server.name}.txt"
     value = server.fields[field]
 
@@ -321,8 +337,12 @@ def _server_field(rng: random.Random, data: TrainingData) -> Made:
         return data.field(box("read_file", path=path), field)
 
     check = number(float(value)) if value.isdigit() else text(value)
-    return Made(text=asked.format(n=server.name).capitalize() + "?", check=check, solve=solve,
-                tools=(*DEFAULT, FILES))
+    return Made(
+        text=asked.format(n=server.name).capitalize() + "?",
+        check=check,
+        solve=solve,
+        tools=(*DEFAULT, FILES),
+    )
 
 
 def _count_folder(rng: random.Random, data: TrainingData) -> Made:
@@ -346,8 +366,7 @@ def _trip_days(rng: random.Random, data: TrainingData) -> Made:
         return box("days_between", start_date=start, end_date=end)
 
     return Made(
-        text=f"How many days long is my {trip.name.capitalize()} trip? The dates are in "
-        f"{path}.",
+        text=f"How many days long is my {trip.name.capitalize()} trip? The dates are in {path}.",
         check=number(trip.days),
         solve=solve,
         tools=(*DEFAULT, FILES),
@@ -364,15 +383,23 @@ def _sql(query: str) -> Solve:
 def _books_before(rng: random.Random, data: TrainingData) -> Made:
     year = rng.randint(1950, 2015)
     query = f"SELECT COUNT(*) FROM books WHERE year < {year}"
-    return Made(text=f"How many of the library's books came out before {year}?",
-                check=number(float(data.scalar(query))), solve=_sql(query), tools=(*DEFAULT, DB))
+    return Made(
+        text=f"How many of the library's books came out before {year}?",
+        check=number(data.scalar(query)),
+        solve=_sql(query),
+        tools=(*DEFAULT, DB),
+    )
 
 
 def _genre_pages(rng: random.Random, data: TrainingData) -> Made:
     genre = rng.choice(GENRES)
     query = f"SELECT SUM(pages) FROM books WHERE genre = '{genre}'"
-    return Made(text=f"What is the total page count of all {genre} books in the library?",
-                check=number(float(data.scalar(query))), solve=_sql(query), tools=(*DEFAULT, DB))
+    return Made(
+        text=f"What is the total page count of all {genre} books in the library?",
+        check=number(data.scalar(query)),
+        solve=_sql(query),
+        tools=(*DEFAULT, DB),
+    )
 
 
 def _member_loans(rng: random.Random, data: TrainingData) -> Made:
@@ -381,8 +408,12 @@ def _member_loans(rng: random.Random, data: TrainingData) -> Made:
         "SELECT COUNT(*) FROM loans l JOIN members m ON m.id = l.member_id "
         f"WHERE m.name = '{member}'"
     )
-    return Made(text=f"How many loans has {member} taken out?",
-                check=number(float(data.scalar(query))), solve=_sql(query), tools=(*DEFAULT, DB))
+    return Made(
+        text=f"How many loans has {member} taken out?",
+        check=number(data.scalar(query)),
+        solve=_sql(query),
+        tools=(*DEFAULT, DB),
+    )
 
 
 # --- no tool ----------------------------------------------------------------------------
@@ -400,12 +431,21 @@ _KNOWN = (
     ("What is the largest ocean on Earth?", "Pacific"),
 )
 _OPEN = (
-    ("Write a two-line poem about the sea.", "Grey waves fold and unfold,\nthe sea keeps every story told."),
+    (
+        "Write a two-line poem about the sea.",
+        "Grey waves fold and unfold,\nthe sea keeps every story told.",
+    ),
     ("Suggest a name for a grey kitten.", "How about Smokey?"),
     ("Give me an antonym of 'generous'.", "Stingy."),
     ("Order me a pizza with mushrooms.", "I can't place orders: none of my tools can do that."),
-    ("Call my dentist and move my appointment.", "I can't make phone calls or change appointments with the tools I have."),
-    ("Write a one-line birthday wish for a colleague.", "Happy birthday! Wishing you a wonderful year ahead."),
+    (
+        "Call my dentist and move my appointment.",
+        "I can't make phone calls or change appointments with the tools I have.",
+    ),
+    (
+        "Write a one-line birthday wish for a colleague.",
+        "Happy birthday! Wishing you a wonderful year ahead.",
+    ),
 )
 
 
@@ -437,8 +477,16 @@ MAKERS: dict[Category, tuple[Maker, ...]] = {
 
 GENRES = ("mystery", "history", "science", "poetry", "travel", "cooking")
 _NAMES = ("atlas", "birch", "cedar", "delta", "ember", "fjord", "gale", "harbor", "iris")
-_PEOPLE = ("Noor Haddad", "Tomas Berg", "Ama Owusu", "Lena Fischer", "Ravi Menon",
-           "Chloe Martin", "Kenji Sato", "Ines Duarte")
+_PEOPLE = (
+    "Noor Haddad",
+    "Tomas Berg",
+    "Ama Owusu",
+    "Lena Fischer",
+    "Ravi Menon",
+    "Chloe Martin",
+    "Kenji Sato",
+    "Ines Duarte",
+)
 _CITIES = ("kyoto", "porto", "quito", "oslo", "cusco", "hanoi", "tbilisi")
 
 
@@ -460,25 +508,42 @@ class TrainingData:
     def __init__(self, root: Path, seed: int = 0) -> None:
         rng = random.Random(f"training-workspace:{seed}")
         self.servers = [
-            Record(name=n, fields={"Port": str(rng.choice((22, 80, 443, 5432, 6379, 8080))),
-                                   "Owner": rng.choice(_PEOPLE),
-                                   "OS": rng.choice(("Debian 12", "Ubuntu 24.04", "Alpine 3.20"))})
+            Record(
+                name=n,
+                fields={
+                    "Port": str(rng.choice((22, 80, 443, 5432, 6379, 8080))),
+                    "Owner": rng.choice(_PEOPLE),
+                    "OS": rng.choice(("Debian 12", "Ubuntu 24.04", "Alpine 3.20")),
+                },
+            )
             for n in rng.sample(_NAMES, 6)
         ]
         self.trips = []
         for city in rng.sample(_CITIES, 5):
             start = dt.date(2025, 1, 1) + dt.timedelta(days=rng.randint(0, 300))
             end = start + dt.timedelta(days=rng.randint(3, 25))
-            fields = {"Departure": start.isoformat(), "Return": end.isoformat(),
-                      "Budget": f"{rng.randrange(600, 4000, 50)} EUR"}
+            fields = {
+                "Departure": start.isoformat(),
+                "Return": end.isoformat(),
+                "Budget": f"{rng.randrange(600, 4000, 50)} EUR",
+            }
             self.trips.append(Record(name=city, fields=fields))
-        pets = {p: rng.choice(("cat", "dog", "rabbit", "parrot")) for p in rng.sample(
-            ("miso", "pepper", "biscuit", "juniper", "otis", "luna", "waffles"), 4)}
+        pets = {
+            p: rng.choice(("cat", "dog", "rabbit", "parrot"))
+            for p in rng.sample(
+                ("miso", "pepper", "biscuit", "juniper", "otis", "luna", "waffles"), 4
+            )
+        }
         self.tree = {
             **{f"servers/{s.name}.txt": _lines({"Host": s.name, **s.fields}) for s in self.servers},
-            **{f"trips/{t.name}.txt": _lines({"Trip": t.name.capitalize(), **t.fields})
-               for t in self.trips},
-            **{f"pets/{name}.md": f"# {name.capitalize()}\nSpecies: {kind}\n" for name, kind in pets.items()},
+            **{
+                f"trips/{t.name}.txt": _lines({"Trip": t.name.capitalize(), **t.fields})
+                for t in self.trips
+            },
+            **{
+                f"pets/{name}.md": f"# {name.capitalize()}\nSpecies: {kind}\n"
+                for name, kind in pets.items()
+            },
         }
         self.members = list(rng.sample(_PEOPLE, 6))
         files = root / "files"
@@ -493,12 +558,14 @@ class TrainingData:
     @staticmethod
     def field(notes: str, name: str) -> str:
         """The value of the "Name: value" line of `notes`."""
-        return next(line.split(": ", 1)[1] for line in notes.splitlines()
-                    if line.startswith(f"{name}: "))
+        return next(
+            line.split(": ", 1)[1] for line in notes.splitlines() if line.startswith(f"{name}: ")
+        )
 
-    def scalar(self, query: str) -> object:
+    def scalar(self, query: str) -> float:
+        """The one number `query` selects (computed here, not by the tools)."""
         with sqlite3.connect(self.db) as db:
-            return db.execute(query).fetchone()[0]
+            return float(db.execute(query).fetchone()[0])
 
 
 def _lines(fields: dict[str, str]) -> str:
@@ -506,8 +573,11 @@ def _lines(fields: dict[str, str]) -> str:
 
 
 def _write_library(path: Path, rng: random.Random, members: list[str]) -> None:
-    titles = [f"{a} {b}" for a in ("The Silent", "A Winter", "Lost", "The Last", "Northern")
-              for b in ("Harbor", "Garden", "Map", "Letters", "Orchard", "Engine")]
+    titles = [
+        f"{a} {b}"
+        for a in ("The Silent", "A Winter", "Lost", "The Last", "Northern")
+        for b in ("Harbor", "Garden", "Map", "Letters", "Orchard", "Engine")
+    ]
     with sqlite3.connect(path) as db:
         db.executescript(
             "CREATE TABLE books (id INTEGER PRIMARY KEY, title TEXT, author TEXT, year INTEGER,"
@@ -518,14 +588,34 @@ def _write_library(path: Path, rng: random.Random, members: list[str]) -> None:
         )
         db.executemany(
             "INSERT INTO books VALUES (?, ?, ?, ?, ?, ?)",
-            [(i, t, rng.choice(_PEOPLE), rng.randint(1930, 2024), rng.randint(90, 700),
-              rng.choice(GENRES)) for i, t in enumerate(titles, 1)],
+            [
+                (
+                    i,
+                    t,
+                    rng.choice(_PEOPLE),
+                    rng.randint(1930, 2024),
+                    rng.randint(90, 700),
+                    rng.choice(GENRES),
+                )
+                for i, t in enumerate(titles, 1)
+            ],
         )
-        db.executemany("INSERT INTO members VALUES (?, ?, ?)",
-                       [(i, m, f"20{rng.randint(15, 24)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}")
-                        for i, m in enumerate(members, 1)])
+        db.executemany(
+            "INSERT INTO members VALUES (?, ?, ?)",
+            [
+                (i, m, f"20{rng.randint(15, 24)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}")
+                for i, m in enumerate(members, 1)
+            ],
+        )
         db.executemany(
             "INSERT INTO loans VALUES (?, ?, ?, ?)",
-            [(i, rng.randint(1, len(titles)), rng.randint(1, len(members)),
-              f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}") for i in range(1, 121)],
+            [
+                (
+                    i,
+                    rng.randint(1, len(titles)),
+                    rng.randint(1, len(members)),
+                    f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+                )
+                for i in range(1, 121)
+            ],
         )
