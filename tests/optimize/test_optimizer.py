@@ -416,6 +416,17 @@ def test_optimize_explains_a_missing_bench() -> None:
     assert "Pass --bench bfcl" in str(result.exception)
 
 
+def test_optimize_refuses_generated_tasks_on_bfcl() -> None:
+    from typer.testing import CliRunner
+
+    from bigloop.cli import app
+
+    result = CliRunner().invoke(
+        app, ["optimize", "--bench", "bfcl", "-c", "simple_python", "--generate", "3", "-o", "x"]
+    )
+    assert "--generate makes suite tasks" in str(result.exception)
+
+
 class DocBench(RuleBench):
     """Examples are right only when the tool's description says how to write dates."""
 

@@ -179,11 +179,7 @@ def optimize(
     from bigloop.optimize.optimizer import Optimizer
     from bigloop.trace.store import TraceStore
 
-    chosen_steps = _checked(bench, category, out, steps)
-    if generate and bench != "tasks":
-        from bigloop._errors import UserError
-
-        raise UserError("--generate makes suite tasks: use it with --bench tasks.")
+    chosen_steps = _checked(bench, category, out, steps, generate)
     assert out is not None
     base = _base_config(config_file, model, base_url)
     work = work or out.with_name(out.name + ".work")
@@ -193,8 +189,7 @@ def optimize(
     reflect_model = _reflect_model(reflector, base.model, loop_model)
     store = TraceStore(work / "traces.db")
     described = _described(bench, category, train, dev, test, strong, loop_model)
-    if generate:
-        described |= {"generated": generate, "seed": seed}
+    described |= {"generated": generate, "seed": seed} if generate else {}
     chosen: Any = build_bench(described, loop_model, store)
     runner = None
     if ray_address:
@@ -367,7 +362,11 @@ async def _test_scores(
 
 
 def _checked(
-    bench: str | None, category: str | None, out: Path | None, steps: list[str] | None
+    bench: str | None,
+    category: str | None,
+    out: Path | None,
+    steps: list[str] | None,
+    generate: int = 0,
 ) -> list[str]:
     """The steps to run, after checking the options; a clear error for a bad one."""
     from bigloop._errors import UserError
@@ -379,6 +378,8 @@ def _checked(
         raise UserError("--bench bfcl needs --category, e.g. -c simple_python.")
     if out is None:
         raise UserError("Pass --out FILE: where to write the optimized LoopConfig.")
+    if generate and bench != "tasks":
+        raise UserError("--generate makes suite tasks: use it with --bench tasks.")
     chosen = steps or list(STEPS)
     if unknown := [s for s in chosen if s not in ALL_STEPS]:
         raise UserError(f"Unknown step(s) {unknown}; choose from {', '.join(ALL_STEPS)}.")
