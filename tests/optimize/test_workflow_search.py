@@ -113,3 +113,18 @@ def test_the_optimizer_step_keeps_the_best_structure_with_its_record(tmp_path: P
         )
     )
     assert bench.runs == runs  # a rerun is answered from the remembered evaluations
+
+
+def test_fields_the_bench_sets_itself_are_not_searched(tmp_path: Path) -> None:
+    class FixedPlanner(StructureBench):
+        fixed = ("planner", "clarify")
+
+    bench = FixedPlanner()
+    evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+    optimizer = Optimizer(
+        bench, evaluator, FunctionModel(lambda m, t: "x"), steps=["workflow"], workflow_budget=9
+    )
+    result = asyncio.run(optimizer.run(LoopConfig()))
+    assert result.provenance is not None
+    trials: list[dict[str, Any]] = result.provenance["workflow"]["trials"]
+    assert [t["genes"] for t in trials] == [{"vote": 1}, {"vote": 3}]

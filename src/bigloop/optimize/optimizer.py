@@ -333,7 +333,8 @@ class Optimizer:
     async def _workflow(self, current: LoopConfig, dev: list[Example]) -> Proposal | None:
         from bigloop.optimize import workflow
 
-        genes = dict(workflow.GENES)
+        fixed = getattr(self.bench, "fixed", ())  # fields the bench's harness sets itself
+        genes = {name: values for name, values in workflow.GENES.items() if name not in fixed}
         if strong := getattr(self.bench, "strong", None):
             genes["escalate"] = (None, strong)
         started = self.evaluator.seconds

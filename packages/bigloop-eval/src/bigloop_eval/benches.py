@@ -97,6 +97,10 @@ class BfclBench(_Models):
     """Single-turn BFCL categories (`category`: one, or several joined by commas, each
     split alike), scored by BFCL's checker."""
 
+    fixed = ("planner", "clarify")
+    """Config fields BFCL's loop mode sets itself (a ReAct turn that stops once its calls
+    are made, no clarifying questions): the workflow search leaves them alone."""
+
     def __init__(
         self,
         category: str,
