@@ -11,6 +11,7 @@ import argparse
 import collections
 import json
 from pathlib import Path
+from typing import Any
 
 
 def main() -> None:
@@ -42,14 +43,19 @@ def main() -> None:
             + f" | {int(sum(scores.values()))}/{len(scores)} |"
         )
     for r in provenance.get("finetune", []):
-        t = r["training"]
-        print(
-            f"\nround {r['round']}: train right {r['train_right']}/{r['train_n']}, "
-            f"{r['turns']} turns (data sha256 {r['data_sha256'][:12]}), "
-            f"{t['tokens']} tokens in {t['seconds'] / 60:.1f} min on {t['device']} "
-            f"({t['dtype']}, {t['tokens_per_s']} tokens/s), loss {t['loss_first']} → "
-            f"{t['loss_last']}; dev {r['dev_right']}/{r['dev_n']}; failures {r['failures']}"
-        )
+        print("\n" + round_line(r))
+
+
+def round_line(r: dict[str, Any]) -> str:
+    """One finetune round of a config's provenance, as a line of a report."""
+    t = r["training"]
+    return (
+        f"round {r['round']}: train right {r['train_right']}/{r['train_n']}, "
+        f"{r['turns']} turns (data sha256 {r['data_sha256'][:12]}), "
+        f"{t['tokens']} tokens in {t['seconds'] / 60:.1f} min on {t['device']} "
+        f"({t['dtype']}, {t['tokens_per_s']} tokens/s), loss {t['loss_first']} → "
+        f"{t['loss_last']}; dev {r['dev_right']}/{r['dev_n']}; failures {r['failures']}"
+    )
 
 
 def _family(example_id: str) -> str:

@@ -12,8 +12,12 @@ import argparse
 import collections
 import json
 import statistics
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.finetune_dev import round_line
 from bigloop_eval.suite import CATEGORIES, split
 
 
@@ -53,15 +57,7 @@ def main() -> None:
                 f"| {asked}/{len(answerable)} | {seconds:.1f} |"
             )
     for r in provenance.get("finetune", []):
-        t = r["training"]
-        print(
-            f"\nround {r['round']}: the base loop right on {r['train_right']}/{r['train_n']} "
-            f"training tasks, {r['turns']} verified turns (data sha256 "
-            f"{r['data_sha256'][:12]}), {t['tokens']} tokens in {t['seconds'] / 60:.1f} min "
-            f"on {t['device']} ({t['dtype']}, {t['tokens_per_s']} tokens/s), loss "
-            f"{t['loss_first']} → {t['loss_last']}; dev {r['dev_right']}/{r['dev_n']}; "
-            f"failures {r['failures']}"
-        )
+        print("\n" + round_line(r))
     counts = collections.Counter(i.rsplit("-", 2)[0] for i in provenance.get("train", []))
     print(f"\ntraining tasks: {dict(counts)}")
 

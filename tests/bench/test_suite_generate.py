@@ -30,12 +30,10 @@ def test_every_generated_solution_passes_its_own_check(data: TrainingData) -> No
     for task in tasks:
         assert task.solve is not None, task.id
         answer = _written(task.solve(Toolbox(data.workspace)))
-        box = Toolbox(data.workspace)
         calls = record_solution(task, data.workspace) or []
         called = tuple(c.name for r in calls for c in r.tool_calls)
         passed, why = task.check(Outcome(status="ok", answer=answer, tools_called=called))
         assert passed, (task.id, task.text, answer, why)
-        del box
 
 
 def test_a_wrong_answer_fails_the_check(data: TrainingData) -> None:

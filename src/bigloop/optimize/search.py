@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from bigloop.config import LoopConfig
 from bigloop.optimize.bench import Example
@@ -75,15 +76,28 @@ def pareto_front(trials: Sequence[Trial]) -> list[Trial]:
     """The trials of the last rung that no other there beats on both accuracy and
     seconds per example, most accurate first."""
     top = max(t.rung for t in trials)
-    final = [t for t in trials if t.rung == top]
+    return nondominated([t for t in trials if t.rung == top])
+
+
+class _Scored(Protocol):
+    @property
+    def scores(self) -> Scores: ...
+
+
+S = TypeVar("S", bound=_Scored)
+
+
+def nondominated(items: Sequence[S]) -> list[S]:
+    """The items no other beats on both accuracy and seconds per example (at least as
+    good on both, better on one), most accurate first, ties faster first."""
     front = [
         t
-        for t in final
+        for t in items
         if not any(
             o.scores.mean >= t.scores.mean
             and o.scores.seconds <= t.scores.seconds
             and (o.scores.mean > t.scores.mean or o.scores.seconds < t.scores.seconds)
-            for o in final
+            for o in items
         )
     ]
     return sorted(front, key=lambda t: (-t.scores.mean, t.scores.seconds))

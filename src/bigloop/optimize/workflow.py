@@ -23,6 +23,7 @@ from typing import Any
 from bigloop.config import LoopConfig
 from bigloop.optimize.bench import Example
 from bigloop.optimize.evaluate import Evaluator, Scores
+from bigloop.optimize.search import nondominated
 
 GENES: dict[str, tuple[object, ...]] = {
     "planner": ("auto", "react", "graph", "search"),
@@ -54,18 +55,7 @@ def genes_of(config: LoopConfig, genes: Mapping[str, Sequence[object]]) -> dict[
 def front(trials: Sequence[Trial]) -> list[Trial]:
     """The fully scored trials no other beats on both accuracy and seconds, most
     accurate first (ties: faster first)."""
-    full = [t for t in trials if t.full]
-    kept = [
-        t
-        for t in full
-        if not any(
-            o.scores.mean >= t.scores.mean
-            and o.scores.seconds <= t.scores.seconds
-            and (o.scores.mean > t.scores.mean or o.scores.seconds < t.scores.seconds)
-            for o in full
-        )
-    ]
-    return sorted(kept, key=lambda t: (-t.scores.mean, t.scores.seconds))
+    return nondominated([t for t in trials if t.full])
 
 
 async def search(

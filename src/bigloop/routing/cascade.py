@@ -373,9 +373,8 @@ class CascadeModel:
         settings: ModelSettings | None,
     ) -> bool:
         """Whether `samples` sampled replies of the cheap model agree with `response`."""
-        base = settings or ModelSettings()
         for i in range(self.samples):
-            sampled = replace(base, temperature=self.temperature, seed=(base.seed or 0) + 1 + i)
+            sampled = sample_settings(settings, self.temperature, i)
             if not agree(response, await self.cheap.chat(messages, tools, sampled)):
                 return False
         return True
@@ -415,6 +414,13 @@ class CascadeModel:
             response = await self.strong.next_call(messages, tools, calls, settings, stop)
             return _answered(response, self.strong.name)
         return ModelResponse()
+
+
+def sample_settings(settings: ModelSettings | None, temperature: float, i: int) -> ModelSettings:
+    """The settings of sample `i` beside a reply made with `settings`: `temperature`,
+    and a seed of its own (the reply's seed + 1 + i), so no two samples repeat."""
+    base = settings or ModelSettings()
+    return replace(base, temperature=temperature, seed=(base.seed or 0) + 1 + i)
 
 
 def agree(a: ModelResponse, b: ModelResponse) -> bool:

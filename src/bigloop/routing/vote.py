@@ -26,7 +26,7 @@ from bigloop.atoms.models.base import (
     ToolCall,
     ToolSpec,
 )
-from bigloop.routing.cascade import agree
+from bigloop.routing.cascade import agree, sample_settings
 
 
 class VoteModel:
@@ -56,10 +56,9 @@ class VoteModel:
         first = await self.model.chat(messages, tools, settings)
         if self.n == 1 or (settings is not None and settings.response_schema):
             return first
-        base = settings or ModelSettings()
         replies = [first]
         for i in range(self.n - 1):
-            sampled = replace(base, temperature=self.temperature, seed=(base.seed or 0) + 1 + i)
+            sampled = sample_settings(settings, self.temperature, i)
             replies.append(await self.model.chat(messages, tools, sampled))
         return most_common(replies)
 
