@@ -108,6 +108,42 @@ def _discount(rng: random.Random, data: TrainingData) -> Made:
     )
 
 
+_ON_TOP = (
+    ("Our dinner came to ${base}.", "a {p}% tip", "the tip"),
+    ("The {item} is priced at ${base} before sales tax, which is {p}% here.", "the tax", "the tax"),
+    (
+        "The hotel bill is ${base} and they add a {p}% service charge.",
+        "the service charge",
+        "the charge",
+    ),
+)
+
+
+def _on_top(rng: random.Random, data: TrainingData) -> Made:
+    """A percentage on top of an amount, asked either as the percentage's amount alone
+    or as the total with it: the two questions people mix up."""
+    said, part, short = rng.choice(_ON_TOP)
+    item = rng.choice(("desk chair", "kettle", "rain jacket", "board game", "monitor"))
+    base, p = _money(rng, 18, 900), rng.choice((7, 8.5, 10, 12, 15, 18, 20, 25))
+    context = said.format(base=_fmt(base), p=p, item=item)
+    if rng.random() < 0.5:
+        ask = rng.choice((f"How much is {part} alone?", f"What does {short} by itself come to?"))
+        value, expression = base * p / 100, f"round({base} * {p} / 100, 2)"
+    else:
+        ask = rng.choice(
+            (
+                f"What is the total with {part} included?",
+                f"What do I pay altogether, {short} included?",
+            )
+        )
+        value, expression = base * (1 + p / 100), f"round({base} * (1 + {p} / 100), 2)"
+    return Made(
+        text=f"{context} {ask} Round to the cent.",
+        check=number(value, places=2),
+        solve=_calc(expression),
+    )
+
+
 def _share(rng: random.Random, data: TrainingData) -> Made:
     people, total = rng.randint(3, 12), _money(rng, 60, 2400)
     return Made(
@@ -463,7 +499,7 @@ def _reply(answer: str) -> Solve:
 
 
 MAKERS: dict[Category, tuple[Maker, ...]] = {
-    "arithmetic": (_percent, _discount, _share, _containers, _power, _growth, _mean),
+    "arithmetic": (_percent, _on_top, _discount, _share, _containers, _power, _growth, _mean),
     "units": (_convert,),
     "dates": (_span, _offset, _which_day),
     "multistep": (_weekday_later, _daily_distance, _weight_cost),
