@@ -128,3 +128,31 @@ def test_fields_the_bench_sets_itself_are_not_searched(tmp_path: Path) -> None:
     assert result.provenance is not None
     trials: list[dict[str, Any]] = result.provenance["workflow"]["trials"]
     assert [t["genes"] for t in trials] == [{"vote": 1}, {"vote": 3}]
+
+
+class SpeedBench(StructureBench):
+    """Every structure is right on the same examples; the ReAct planner takes `react`
+    seconds per example against 1 s for the others."""
+
+    def __init__(self, react: float) -> None:
+        super().__init__()
+        self.react = react
+
+    async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
+        k = int(example.id.rsplit("-", 1)[1])
+        seconds = self.react if config.planner == "react" else 1.0
+        return Outcome(example_id=example.id, score=float(k < 3), critique="", seconds=seconds)
+
+
+def _kept_planner(tmp_path: Path, react: float) -> str:
+    bench = SpeedBench(react)
+    evaluator = Evaluator(bench, tmp_path / f"evals-{react}.jsonl")
+    optimizer = Optimizer(
+        bench, evaluator, FunctionModel(lambda m, t: "x"), steps=["workflow"], workflow_budget=9
+    )
+    return asyncio.run(optimizer.run(LoopConfig())).planner
+
+
+def test_an_equally_accurate_structure_is_kept_only_when_clearly_faster(tmp_path: Path) -> None:
+    assert _kept_planner(tmp_path, react=0.5) == "react"  # half the time: kept
+    assert _kept_planner(tmp_path, react=0.9) == "auto"  # 10% faster: within noise, not kept

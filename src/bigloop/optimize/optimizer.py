@@ -62,11 +62,29 @@ class Change:
 
 @dataclass(kw_only=True)
 class Proposal:
-    """What a step found: the best candidate config, its dev scores, a description."""
+    """What a step found: the best candidate config, its dev scores, a description.
+
+    `speed_counts`: the step searched on accuracy and seconds together (the workflow
+    search), so an equally accurate config that is clearly faster is kept too (`keeps`).
+    """
 
     config: LoopConfig
     scores: Scores
     what: str
+    speed_counts: bool = False
+
+    def keeps(self, current: Scores) -> bool:
+        """Better than `current` on dev: more accurate, or (where speed counts) as
+        accurate under `FASTER` of its median seconds per example."""
+        if self.scores.mean != current.mean:
+            return self.scores.mean > current.mean
+        return self.speed_counts and self.scores.seconds < FASTER * current.seconds
+
+
+FASTER = 0.8
+"""An equally accurate structure replaces the current one only when its median seconds
+per example are at most this share of the current's: run-to-run timings on one machine
+differ by a few percent, a fifth is a real saving."""
 
 
 class Optimizer:
@@ -151,7 +169,7 @@ class Optimizer:
                 train, evolved = await self._data(current, train)
                 continue
             proposal = await self._step(step, current, scores, train, dev, front)
-            if proposal is not None and proposal.scores.mean > scores.mean:
+            if proposal is not None and proposal.keeps(scores):
                 changes.append(
                     Change(
                         step=step,
@@ -162,7 +180,8 @@ class Optimizer:
                 )
                 self.log(
                     f"[{step}] kept: {proposal.what} — dev {scores.right} → "
-                    f"{proposal.scores.right}/{len(dev)}"
+                    f"{proposal.scores.right}/{len(dev)}, {scores.seconds:.1f} → "
+                    f"{proposal.scores.seconds:.1f} s/example"
                 )
                 current, scores = proposal.config, proposal.scores
             else:
@@ -353,7 +372,9 @@ class Optimizer:
         top = workflow.front(trials)[0]
         if top is trials[0]:
             return None
-        return Proposal(config=top.config, scores=top.scores, what=f"workflow {top.label}")
+        return Proposal(
+            config=top.config, scores=top.scores, what=f"workflow {top.label}", speed_counts=True
+        )
 
     async def _policies(
         self, current: LoopConfig, dev: list[Example], front: list[dict[str, object]]
