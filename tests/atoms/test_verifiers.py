@@ -45,10 +45,10 @@ def test_a_model_judges_what_it_is_shown_and_its_score_is_read() -> None:
     verdict = asyncio.run(JudgeVerifier(judge(7, seen)).judge(ASKED, [WEATHER], RIGHT))
     assert (verdict.score, verdict.reason, verdict.verifier) == (0.7, "checked", "judge(judge)")
     request = seen[0][-1].content
-    assert "What is the weather in Oslo?" in request and '"city": "Oslo"' in request
+    assert "What is the weather in Oslo?" in request and 'weather(city="Oslo")' in request
     assert "weather: The weather in a city." in request
     answer = judge_request(ASKED, [WEATHER], ModelResponse(text="It is sunny."))
-    assert "answers: It is sunny." in answer
+    assert "It answers without calling a function: It is sunny." in answer
 
 
 @pytest.mark.parametrize("said", [11, "seven", None])

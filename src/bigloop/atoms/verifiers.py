@@ -19,7 +19,7 @@ right replies from wrong ones, with BFCL's checker as the label.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -120,20 +120,26 @@ def judge_request(messages: list[Message], tools: list[ToolSpec], reply: ModelRe
 
 def _turn(message: Message) -> str:
     if message.tool_calls:
-        return f"assistant called: {_calls(message.tool_calls)}"
+        return "assistant called: " + "; ".join(call_code(c) for c in message.tool_calls)
     who = {"tool": "tool result"}.get(message.role, message.role)
     return f"{who}: {message.content}"
 
 
-def _calls(calls: Sequence[ToolCall]) -> str:
-    listed = [{"name": c.name, "arguments": c.arguments} for c in calls]
-    return json.dumps(listed, ensure_ascii=False)
-
-
 def _reply(reply: ModelResponse) -> str:
+    """The reply as the step it is: the calls written as code (a 1.5B judge read them as
+    JSON "only naming the tool" and scored 59 of 60 replies 0), or the answer."""
     if reply.tool_calls:
-        return f"calls {_calls(reply.tool_calls)}"
-    return f"answers: {reply.text}"
+        lines = "\n".join(f"    {call_code(c)}" for c in reply.tool_calls)
+        return f"It calls (these run exactly as written):\n{lines}"
+    return f"It answers without calling a function: {reply.text}"
+
+
+def call_code(call: ToolCall) -> str:
+    """`call` as a line of code: `weather(city="Oslo", days=3)`."""
+    arguments = ", ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items()
+    )
+    return f"{call.name}({arguments})"
 
 
 def _read_judgement(text: str, name: str) -> Judgement:

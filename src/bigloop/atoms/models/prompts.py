@@ -87,21 +87,21 @@ Judge strictly: a reply is right only if doing exactly what it says gives the us
 what they asked for."""
 
 JUDGE_REQUEST = """\
-Tools the assistant could call (name, description, JSON schema of the arguments):
+Functions the assistant can call (name, description, JSON schema of the arguments):
 {tools}
 
 The conversation so far:
 {conversation}
 
-The assistant's reply:
+The assistant's next step:
 {reply}
 
-Is this reply right? A right call uses the tool that does what was asked, gives every \
-required argument, takes each value from the request (not invented, not from the \
-examples in descriptions) and makes every call the request needs. A right answer \
-without calls is one the results support, or one that says no tool can do the request \
-when none can. Give a short reason, then a score from 0 (surely wrong) to 10 (surely \
-right)."""
+Check that step. A function call is right when the function does what the user asked, \
+every required argument is given, and each value is the one the user stated (not \
+invented, not an example from a description); when the request needs several calls, all \
+of them are made. An answer without calls is right when the results support it, or when \
+it says that no function can do the request and none can. Give a short reason, then a \
+score from 0 (surely wrong) to 10 (surely right)."""
 
 
 def describe_tools(tools: list[ToolSpec]) -> str:
