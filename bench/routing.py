@@ -15,8 +15,13 @@ BFCL's checker. Three policies, run one after the other in this process:
 - agree (with `--samples K`): the cheap model first; its reply is kept when its calls are
   valid (`calls_are_valid`, not the grounding) and K replies of the cheap model sampled
   at temperature 0.7 agree with it (`CascadeModel(samples=K)`: self-consistency as the
-  cheap model's confidence), otherwise the strong model answers.
+  cheap model's confidence), otherwise the strong model answers;
+- judge (with `--judge NAME --threshold T`): the cheap model first; its reply is kept
+  when its calls are valid and the judge model scores it at least T
+  (`CascadeModel(verifier=JudgeVerifier(...))`; T chosen on the dev half of
+  `bench/verifiers.py`, never here), otherwise the strong model answers.
 
+`--skip K` starts each category at case K (cases the verifiers bench did not judge).
 `--policy` runs only some of them (strong, the baseline of the time ratios, always runs).
 
     python bench/routing.py --n 50          # writes bench/results/routing.md and .json
@@ -24,6 +29,8 @@ BFCL's checker. Three policies, run one after the other in this process:
                                             # writes bench/results/routing-embedded-coder-1.5b.*
     python bench/routing.py --n 15 --cheap embedded --strong coder-1.5b --samples 1 \
         --policy agree                      # writes ...-agree1.*
+    python bench/routing.py --n 15 --skip 12 --cheap embedded --strong coder-1.5b \
+        --judge embedded --threshold 0.5 --policy judge   # writes ...-judge-embedded.*
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from bigloop_eval.bfcl_single import run_case
 
 from bigloop import LocalModel
 from bigloop.atoms.models.spec import ModelSpec
+from bigloop.atoms.verifiers import JudgeVerifier, Verifier
 from bigloop.routing.cascade import CascadeModel, calls_are_valid, grounded_reply
 
 RESULTS = Path(__file__).parent / "results"
@@ -57,7 +65,13 @@ def smollm2_path() -> Path:
 
 
 async def run(
-    policy: str, cases: list[Any], cheap: LocalModel, strong: LocalModel, samples: int = 0
+    policy: str,
+    cases: list[Any],
+    cheap: LocalModel,
+    strong: LocalModel,
+    samples: int = 0,
+    verifier: Verifier | None = None,
+    threshold: float = 0.5,
 ) -> dict[str, Any]:
     correct = 0
     escalated = 0
@@ -68,6 +82,8 @@ async def run(
             model: Any = strong
         elif policy == "cheap":
             model = cheap
+        elif policy == "judge":
+            model = CascadeModel(cheap, strong, verifier=verifier, threshold=threshold)
         else:
             agreeing = policy == "agree"
             model = CascadeModel(
@@ -113,36 +129,49 @@ async def main() -> None:
     parser.add_argument(
         "--policy",
         action="append",
-        choices=["strong", "cheap", "cascade", "agree"],
+        choices=["strong", "cheap", "cascade", "agree", "judge"],
         help="run only these (repeatable; strong always runs)",
     )
+    parser.add_argument("--skip", type=int, default=0, help="start at case K of each")
+    parser.add_argument("--judge", help="adds the 'judge' policy with this judge model")
+    parser.add_argument("--threshold", type=float, default=0.5, help="the judge's threshold")
     args = parser.parse_args()
     policies = ["strong", "cheap", "cascade"] + (["agree"] if args.samples else [])
+    policies += ["judge"] if args.judge else []
     if args.policy:
         policies = ["strong", *(p for p in policies[1:] if p in args.policy)]
-    cases = load_cases("simple_python", args.n) + load_cases("multiple", args.n)
+    k = args.skip
+    cases = load_cases("simple_python", k + args.n)[k:] + load_cases("multiple", k + args.n)[k:]
     strong = local(args.strong)
     cheap = local(args.cheap)
+    judge = None
+    if args.judge:
+        judge = cheap if args.judge == args.cheap else strong if args.judge == args.strong else None
+        judge = JudgeVerifier(judge or local(args.judge))
     strong.llama()
     cheap.llama()
     rows = []
     for policy in policies:
-        row = await run(policy, cases, cheap, strong, args.samples)
+        row = await run(policy, cases, cheap, strong, args.samples, judge, args.threshold)
         rows.append(row)
         print(json.dumps(row), flush=True)
     base = rows[0]
     default_pair = (args.cheap, args.strong) == ("smollm2", "embedded")
     pair = "" if default_pair else f" --cheap {args.cheap} --strong {args.strong}"
     extra = f" --samples {args.samples}" if args.samples else ""
+    extra += f" --skip {k}" if k else ""
+    extra += f" --judge {args.judge} --threshold {args.threshold:g}" if args.judge else ""
     extra += "".join(f" --policy {p}" for p in args.policy or [])
     command = f"--n {args.n}{pair}{extra}"
     stem = "routing" if default_pair else f"routing-{args.cheap}-{args.strong}"
     stem += f"-agree{args.samples}" if args.policy == ["agree"] else ""
+    stem += f"-judge-{args.judge}" if args.policy == ["judge"] else ""
     lines = [
         "# Cheap/strong routing (BFCL simple_python + multiple)",
         "",
         f"Command: `python bench/routing.py {command}`. {len(cases)} cases "
-        f"({args.n} simple_python, {args.n} multiple), loop mode, BFCL's checker. Strong: "
+        f"({args.n} simple_python, {args.n} multiple, from case {k}), loop mode, "
+        "BFCL's checker. Strong: "
         f"{strong.name}; cheap: {cheap.name}; cascade: cheap first, escalated when its "
         "calls are invalid, use values nobody said, or it answers before any tool ran"
         + (
@@ -150,6 +179,12 @@ async def main() -> None:
             "sampled cheap replies (temperature 0.7) disagree with it."
             if args.samples
             else "."
+        )
+        + (
+            f" judge: cheap first, escalated when its calls are invalid or the judge "
+            f"({args.judge}) scores its reply under {args.threshold:g}."
+            if args.judge
+            else ""
         ),
         "",
         "| policy | accuracy | simple_python | multiple | total s | time vs strong "
