@@ -19,7 +19,9 @@ BFCL's checker. Three policies, run one after the other in this process:
 - judge (with `--judge NAME --threshold T`): the cheap model first; its reply is kept
   when its calls are valid and the judge model scores it at least T
   (`CascadeModel(verifier=JudgeVerifier(...))`; T chosen on the dev half of
-  `bench/verifiers.py`, never here), otherwise the strong model answers.
+  `bench/verifiers.py`, never here), otherwise the strong model answers;
+- confidence (with `--confidence --threshold T`): as judge, with the cheap model's own
+  confidence in its reply as the score (`ConfidenceVerifier`: no extra model call).
 
 `--skip K` starts each category at case K (cases the verifiers bench did not judge).
 `--policy` runs only some of them (strong, the baseline of the time ratios, always runs).
@@ -31,6 +33,8 @@ BFCL's checker. Three policies, run one after the other in this process:
         --policy agree                      # writes ...-agree1.*
     python bench/routing.py --n 15 --skip 12 --cheap embedded --strong coder-1.5b \
         --judge embedded --threshold 0.5 --policy judge   # writes ...-judge-embedded.*
+    python bench/routing.py --n 15 --skip 20 --cheap embedded --strong coder-1.5b \
+        --confidence --threshold 0.9 --policy confidence  # writes ...-confidence.*
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from bigloop_eval.bfcl_single import run_case
 
 from bigloop import LocalModel
 from bigloop.atoms.models.spec import ModelSpec
-from bigloop.atoms.verifiers import JudgeVerifier, Verifier
+from bigloop.atoms.verifiers import ConfidenceVerifier, JudgeVerifier, Verifier
 from bigloop.routing.cascade import CascadeModel, calls_are_valid, grounded_reply
 
 RESULTS = Path(__file__).parent / "results"
@@ -84,6 +88,8 @@ async def run(
             model = cheap
         elif policy == "judge":
             model = CascadeModel(cheap, strong, verifier=verifier, threshold=threshold)
+        elif policy == "confidence":
+            model = CascadeModel(cheap, strong, verifier=ConfidenceVerifier(), threshold=threshold)
         else:
             agreeing = policy == "agree"
             model = CascadeModel(
@@ -129,25 +135,29 @@ async def main() -> None:
     parser.add_argument(
         "--policy",
         action="append",
-        choices=["strong", "cheap", "cascade", "agree", "judge"],
+        choices=["strong", "cheap", "cascade", "agree", "judge", "confidence"],
         help="run only these (repeatable; strong always runs)",
     )
     parser.add_argument("--skip", type=int, default=0, help="start at case K of each")
     parser.add_argument("--judge", help="adds the 'judge' policy with this judge model")
-    parser.add_argument("--threshold", type=float, default=0.5, help="the judge's threshold")
+    parser.add_argument("--confidence", action="store_true", help="adds the 'confidence' policy")
+    parser.add_argument(
+        "--threshold", type=float, default=0.5, help="the judge's or confidence's threshold"
+    )
     args = parser.parse_args()
     policies = ["strong", "cheap", "cascade"] + (["agree"] if args.samples else [])
     policies += ["judge"] if args.judge else []
+    policies += ["confidence"] if args.confidence else []
     if args.policy:
         policies = ["strong", *(p for p in policies[1:] if p in args.policy)]
     k = args.skip
     cases = load_cases("simple_python", k + args.n)[k:] + load_cases("multiple", k + args.n)[k:]
     strong = local(args.strong)
     cheap = local(args.cheap)
-    judge = None
+    judge: Verifier | None = None
     if args.judge:
-        judge = cheap if args.judge == args.cheap else strong if args.judge == args.strong else None
-        judge = JudgeVerifier(judge or local(args.judge))
+        same = {args.cheap: cheap, args.strong: strong}
+        judge = JudgeVerifier(same.get(args.judge) or local(args.judge))
     strong.llama()
     cheap.llama()
     rows = []
@@ -160,12 +170,15 @@ async def main() -> None:
     pair = "" if default_pair else f" --cheap {args.cheap} --strong {args.strong}"
     extra = f" --samples {args.samples}" if args.samples else ""
     extra += f" --skip {k}" if k else ""
-    extra += f" --judge {args.judge} --threshold {args.threshold:g}" if args.judge else ""
+    extra += f" --judge {args.judge}" if args.judge else ""
+    extra += " --confidence" if args.confidence else ""
+    extra += f" --threshold {args.threshold:g}" if args.judge or args.confidence else ""
     extra += "".join(f" --policy {p}" for p in args.policy or [])
     command = f"--n {args.n}{pair}{extra}"
     stem = "routing" if default_pair else f"routing-{args.cheap}-{args.strong}"
     stem += f"-agree{args.samples}" if args.policy == ["agree"] else ""
     stem += f"-judge-{args.judge}" if args.policy == ["judge"] else ""
+    stem += "-confidence" if args.policy == ["confidence"] else ""
     lines = [
         "# Cheap/strong routing (BFCL simple_python + multiple)",
         "",
@@ -184,6 +197,12 @@ async def main() -> None:
             f" judge: cheap first, escalated when its calls are invalid or the judge "
             f"({args.judge}) scores its reply under {args.threshold:g}."
             if args.judge
+            else ""
+        )
+        + (
+            f" confidence: cheap first, escalated when its calls are invalid or its own "
+            f"confidence in the reply is under {args.threshold:g}."
+            if args.confidence
             else ""
         ),
         "",

@@ -9,10 +9,18 @@ sees what the model saw — the request and the functions offered — and the re
 calls, or its answer when it made none). A verifier "flags" a reply when its score is
 below the threshold; a flag is right when the checker says the reply is wrong.
 
+`--confidence` adds the `confidence` verifier (the model's own confidence, read from its
+replies: `ConfidenceVerifier`). It needs the replies' token probabilities, which the
+committed replies lack, so the same cases are run again through the loop on the embedded
+model; each case's score is the lowest confidence of its turns and its label the
+checker's verdict on this run (not the committed one).
+
 The threshold of each verifier is chosen on the dev half (even places in each category's
 file) and reported on the test half (odd), never tuned there.
 
     python bench/verifiers.py --per-category 12 --judge coder-1.5b --judge embedded
+    python bench/verifiers.py --per-category 20 --confidence --out \
+        bench/results/verifiers/confidence-20
 
 writes bench/results/verifiers/verifiers.md and .jsonl (resumable: judged replies are
 kept and not judged again).
@@ -30,8 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from bigloop_eval.bfcl_data import load_cases
+from bigloop_eval.bfcl_single import run_case
 
-from bigloop.atoms.models.base import Message, ModelResponse, ToolCall, ToolSpec
+from bigloop import LocalModel
+from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolCall, ToolSpec
 from bigloop.atoms.models.spec import ModelSpec
 from bigloop.atoms.verifiers import CheckVerifier, JudgeVerifier, Verifier
 from bigloop.routing.cascade import calls_are_valid, grounded_reply
@@ -39,7 +49,63 @@ from bigloop.routing.cascade import calls_are_valid, grounded_reply
 ROOT = Path(__file__).resolve().parents[1]
 REPLIES = ROOT / "bench/results/bfcl/qwen2.5-coder-0.5b-instruct__embedded_/loop"
 CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance", "live_simple")
-THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
+CONFIDENCE = "confidence(embedded)"
+
+
+class Noting(LocalModel):
+    """The embedded model, keeping the confidence of each reply it writes."""
+
+    def __init__(self) -> None:
+        super().__init__(name="embedded")
+        self.seen: list[float] = []
+
+    async def chat(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        reply = await super().chat(messages, tools, settings)
+        if reply.confidence is not None:
+            self.seen.append(reply.confidence)
+        return reply
+
+
+async def confidence_all(items: list[Labelled], store: Path) -> dict[str, Any]:
+    """Each item's case run again through the loop on the embedded model: the lowest
+    confidence of its turns as the score, the checker's verdict on the run as the label
+    (from `store` when run before)."""
+    done: dict[str, Any] = {}
+    if store.exists():
+        for line in store.open():
+            row = json.loads(line)
+            if row["verifier"] == CONFIDENCE:
+                done[row["id"]] = row
+    model = Noting()
+    cases = {c.id: c for category in CATEGORIES for c in load_cases(category)}
+    with store.open("a") as out:
+        for k, item in enumerate(items, 1):
+            if item.id in done:
+                continue
+            model.seen = []
+            start = time.monotonic()
+            result = await run_case(cases[item.id], model, "loop")
+            score = min(model.seen) if model.seen else None
+            row = {
+                "verifier": CONFIDENCE,
+                "id": item.id,
+                "right": bool(result.valid),
+                "score": score,
+                "reason": f"{len(model.seen)} turns",
+                "seconds": 0.0,
+                "run_seconds": round(time.monotonic() - start, 3),
+            }
+            done[item.id] = row
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(f"  {CONFIDENCE} {k}/{len(items)}", file=sys.stderr, flush=True)
+    return done
 
 
 @dataclass
@@ -156,6 +222,7 @@ def report(
         "",
         f"`python bench/verifiers.py --per-category {args.per_category}"
         + "".join(f" --judge {j}" for j in args.judge)
+        + (" --confidence" if args.confidence else "")
         + f"` — {len(items)} committed replies of the loop on the 0.5B "
         f"({', '.join(CATEGORIES)}; the first {args.per_category} of each), labelled by "
         "BFCL's checker. A flag is a score below the threshold; precision and recall are "
@@ -190,6 +257,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-category", type=int, default=12)
     parser.add_argument("--judge", action="append", default=[], help="a model short name")
+    parser.add_argument(
+        "--confidence", action="store_true", help="add the embedded model's own confidence"
+    )
     parser.add_argument("--out", default=str(ROOT / "bench/results/verifiers/verifiers"))
     args = parser.parse_args()
     out = Path(args.out)
@@ -200,6 +270,9 @@ def main() -> None:
     for verifier in verifiers(args.judge):
         print(f"{verifier.name}: {len(items)} replies", file=sys.stderr, flush=True)
         results[verifier.name] = asyncio.run(judge_all(items, verifier, store))
+    if args.confidence:
+        print(f"{CONFIDENCE}: {len(items)} cases run again", file=sys.stderr, flush=True)
+        results[CONFIDENCE] = asyncio.run(confidence_all(items, store))
     text = report(items, results, args)
     (out.parent / (out.name + ".md")).write_text(text)
     print(text)

@@ -10,7 +10,13 @@ import json
 import pytest
 
 from bigloop import FunctionModel, Message, ModelResponse, ToolCall, ToolSpec, UserError
-from bigloop.atoms.verifiers import CheckVerifier, JudgeVerifier, Verifier, judge_request
+from bigloop.atoms.verifiers import (
+    CheckVerifier,
+    ConfidenceVerifier,
+    JudgeVerifier,
+    Verifier,
+    judge_request,
+)
 from bigloop.routing.cascade import CascadeModel, calls_are_valid
 
 WEATHER = ToolSpec(
@@ -68,3 +74,16 @@ def test_the_cascade_escalates_when_the_verifier_scores_the_cheap_reply_low() ->
         assert reply.answered_by == expected, score
     with pytest.raises(UserError, match="threshold"):
         CascadeModel(cheap, strong, threshold=2)
+
+
+def test_the_confidence_verifier_reads_the_replys_own_confidence() -> None:
+    sure = ModelResponse(tool_calls=RIGHT.tool_calls, confidence=0.93)
+    verdict = asyncio.run(ConfidenceVerifier().judge(ASKED, [WEATHER], sure))
+    assert (verdict.score, verdict.verifier) == (0.93, "confidence")
+    assert asyncio.run(ConfidenceVerifier().judge(ASKED, [WEATHER], RIGHT)).score is None
+    cheap_call = json.dumps({"tool_calls": [{"name": "weather", "arguments": {"city": "Oslo"}}]})
+    cheap = FunctionModel(lambda m, t: cheap_call, name="cheap")
+    strong = FunctionModel(lambda m, t: cheap_call, name="strong")
+    cascade = CascadeModel(cheap, strong, verifier=ConfidenceVerifier(), threshold=0.5)
+    reply = asyncio.run(cascade.chat(ASKED, [WEATHER]))
+    assert reply.answered_by == "strong"  # a model that reports no confidence escalates

@@ -37,3 +37,21 @@ def test_fast_and_full_grammar_checks_write_the_same_replies(
             text, _ = embedded.complete_chat(chat, settings=settings, grammar=grammar)
             replies.append(text)
         assert replies[0] == replies[1], task
+
+
+def test_a_greedy_grammar_reply_reports_its_confidence(embedded: LocalModel) -> None:
+    """The lowest probability of a chosen token among the allowed ones, in (0, 1]; a
+    sampled reply (llama-cpp-python's own grammar sampler) reports none."""
+    import asyncio
+
+    specs = [
+        ToolSpec(name=t.name, description=t.description, parameters=t.schema)
+        for t in default_tools()
+    ]
+    asked = [Message(role="user", content=TASKS[0])]
+    greedy = asyncio.run(embedded.chat(asked, specs, ModelSettings(max_tokens=128)))
+    assert greedy.confidence is not None and 0 < greedy.confidence <= 1
+    sampled = asyncio.run(
+        embedded.chat(asked, specs, ModelSettings(max_tokens=128, temperature=0.7, seed=1))
+    )
+    assert sampled.confidence is None

@@ -4,6 +4,9 @@ review's reward/verifier models, §4.2.2).
 
 - `CheckVerifier`: a deterministic check (a cascade check such as `calls_are_valid` or
   `grounded_reply`) as a verifier: 1 when it passes, else 0.
+- `ConfidenceVerifier`: the replying model's own confidence (`ModelResponse.confidence`:
+  a local model's lowest probability of a chosen token among those its grammar allowed),
+  read from the reply: no model call. A reply without one scores None.
 - `JudgeVerifier`: a model as judge. It reads the conversation, the tools offered and the
   reply, and writes `{"reason": "...", "score": 0-10}` under a JSON-schema grammar (the
   reason first, so that the score follows from it); the score is divided by 10. The
@@ -84,6 +87,24 @@ class CheckVerifier:
     ) -> Judgement:
         passed = self.check(reply, tools, messages)
         return Judgement(1.0 if passed else 0.0, "passes" if passed else "fails", self.name)
+
+
+@dataclass(frozen=True)
+class ConfidenceVerifier:
+    """The reply's own `confidence` as its score (see the module's docstring)."""
+
+    @property
+    def name(self) -> str:
+        return "confidence"
+
+    async def judge(
+        self, messages: list[Message], tools: list[ToolSpec], reply: ModelResponse
+    ) -> Judgement:
+        if reply.confidence is None:
+            return Judgement(None, "the model reported no confidence", self.name)
+        return Judgement(
+            reply.confidence, f"least sure choice at p={reply.confidence:.2f}", self.name
+        )
 
 
 @dataclass(frozen=True)

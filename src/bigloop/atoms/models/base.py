@@ -171,6 +171,10 @@ class ModelResponse:
     """Which model answered, when this one wraps others (fallback, cascade, hedged, routed)."""
     route: dict[str, Any] | None = None
     """A routed model's decision (order, Pareto front, rejections), for the trace."""
+    confidence: float | None = None
+    """The model's own confidence in this reply, in [0, 1], where it can tell (a local
+    model's greedy grammar-constrained turn: the lowest probability of a chosen token
+    among the allowed ones); None otherwise."""
 
     def as_message(self) -> Message:
         """The assistant turn this reply adds to the conversation (unreadable output is

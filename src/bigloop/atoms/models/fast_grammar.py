@@ -8,6 +8,12 @@ in place of the grammar sampler) checks the `TOP` best tokens against the gramma
 when none is accepted does it check the whole vocabulary, as before. The chosen token is
 the same either way: the best token the grammar accepts (with temperature 0 and no
 repetition penalty, the only settings it is used with).
+
+On the way it keeps the reply's **confidence**: at each token, the chosen token's
+probability among the tokens the grammar allowed (softmax of their logits; at a token the
+grammar fixes, 1), and the lowest of these over the reply. A reply whose every free choice
+(call or answer, which function, each value) was clear scores near 1; one that hesitated
+somewhere scores low (`ConfidenceVerifier`, a verifier that costs no model call).
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ class TopFirstGrammar:
         if not self._sampler:
             raise ValueError("llama.cpp could not parse the grammar")
         self._seen: int | None = None
+        self.confidence = 1.0
+        """The lowest probability of a chosen token among the allowed ones, so far."""
 
     def __call__(
         self, input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]
@@ -56,6 +64,7 @@ class TopFirstGrammar:
         self._apply(small)
         allowed = small[small["logit"] != -np.inf]
         if len(allowed):
+            self._note(allowed["logit"])
             out = np.full_like(scores, -np.inf)
             out[allowed["id"]] = allowed["logit"]
             return out
@@ -63,7 +72,15 @@ class TopFirstGrammar:
         full["id"] = np.arange(len(scores))
         full["logit"] = scores
         self._apply(full)
-        return np.asarray(full["logit"], dtype=np.single)
+        logits = np.asarray(full["logit"], dtype=np.single)
+        self._note(logits[logits != -np.inf])
+        return logits
+
+    def _note(self, allowed: npt.NDArray[np.single]) -> None:
+        """Lower `confidence` to the greedy choice's probability among `allowed` logits."""
+        if len(allowed) > 1:
+            shifted = np.exp(allowed.astype(np.float64) - allowed.max())
+            self.confidence = min(self.confidence, float(1.0 / shifted.sum()))
 
     def _apply(self, data: npt.NDArray[np.void]) -> None:
         """The grammar applied to `data` (llama.cpp's token data, in place)."""

@@ -71,6 +71,14 @@ def _sampling(llama: Any, grammar: Any, settings: ModelSettings) -> Iterator[dic
         fast.close()
 
 
+def _confidence(sampling: dict[str, Any]) -> float | None:
+    """The confidence `_sampling`'s fast grammar kept (None: it did not sample)."""
+    from bigloop.atoms.models.fast_grammar import TopFirstGrammar
+
+    found = [p for p in sampling.get("logits_processor") or [] if isinstance(p, TopFirstGrammar)]
+    return found[0].confidence if found else None
+
+
 def _forget_stale(llama: Any) -> None:
     """Blank the token ids past what `llama`'s KV cache holds. llama-cpp-python matches a
     new prompt against its whole token buffer, not only the first `n_tokens`, so ids left
@@ -190,6 +198,9 @@ class LocalModel:
         self._probes: dict[str, list[int]] = {}
         self.last_warmth: Warmth | None = None
         """How the last completion's fixed prefix was obtained (see `PrefixStates.warm`)."""
+        self.last_confidence: float | None = None
+        """The last completion's confidence (`TopFirstGrammar.confidence`; None when it
+        was not a greedy grammar-constrained one)."""
 
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
@@ -409,6 +420,7 @@ class LocalModel:
                         seed=settings.seed,
                         **sampling,
                     )
+                self.last_confidence = _confidence(sampling)
                 text = out["choices"][0]["message"].get("content") or ""
             else:
                 out, fixed, guard = self._complete_warm(
@@ -525,6 +537,7 @@ class LocalModel:
                 stopping_criteria=criteria,
                 **sampling,
             )
+        self.last_confidence = _confidence(sampling)
         return out, guard
 
     async def chat(
@@ -539,11 +552,14 @@ class LocalModel:
         chat = to_plain_chat(messages, tools)
         async with self._turn():
             grammar = await asyncio.to_thread(self.grammar_for, tools) if self._grammar else None
+            self.last_confidence = None
             raw, usage = await asyncio.to_thread(
                 self.complete_chat, chat, settings=settings, grammar=grammar
             )
+            confidence = self.last_confidence
         response = to_response(raw, self._ids)
         response.usage = usage
+        response.confidence = confidence
         return response
 
     async def next_call(
