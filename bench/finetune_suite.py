@@ -4,11 +4,17 @@ optimizer's acceptance split) and test split (never trained or tuned on), with f
 asks and seconds per task, read from the optimizer's remembered evaluations.
 
     .venv/bin/python bench/finetune_suite.py suite-tuned.json --work suite-tuned.work > report.md
+
+`--test N` first scores the base config and the tuned one on the first N test tasks, as
+`bigloop optimize --test N` would have (the same bench and `Evaluator`, remembering into
+the run's evals.jsonl: a rerun only finishes what is missing) — for a run made without
+--test, so that training need not be repeated.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import collections
 import json
 import statistics
@@ -25,9 +31,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("config", type=Path)
     parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--test", type=int, default=0, help="score N test tasks first")
     args = parser.parse_args()
     work = args.work or args.config.with_name(args.config.name + ".work")
     provenance = json.loads(args.config.read_text())["provenance"]
+    if args.test:
+        print(json.dumps(asyncio.run(score_test(args.config, work, args.test))), file=sys.stderr)
     rows = [json.loads(line) for line in (work / "evals.jsonl").read_text().splitlines()]
     configs = list(dict.fromkeys(r["config"] for r in rows))
     category = {t.id: t.category for t in split("all")}
@@ -60,6 +69,32 @@ def main() -> None:
         print("\n" + round_line(r))
     counts = collections.Counter(i.rsplit("-", 2)[0] for i in provenance.get("train", []))
     print(f"\ntraining tasks: {dict(counts)}")
+
+
+async def score_test(config: Path, work: Path, n: int) -> dict[str, object]:
+    """The base and tuned configs on the first `n` test tasks (see the module)."""
+    from bigloop_eval.benches import SuiteBench, build_bench
+
+    from bigloop.atoms.models.spec import ModelSpec
+    from bigloop.config import LoopConfig
+    from bigloop.optimize.evaluate import Evaluator
+    from bigloop.trace.store import TraceStore
+
+    tuned = LoopConfig.load(config)
+    provenance = tuned.provenance or {}
+    base = LoopConfig.model_validate(provenance["base"])
+    store = TraceStore(work / "traces.db")  # the test split needs no generated tasks
+    bench = build_bench({"bench": "tasks"}, ModelSpec(name=base.model).build(), store)
+    assert isinstance(bench, SuiteBench)
+    try:
+        evaluator = Evaluator(bench, work / "evals.jsonl")
+        examples = bench.examples("test")[:n]
+        before = await evaluator.score(base, examples)
+        after = await evaluator.score(tuned, examples)
+    finally:
+        bench.close()
+        store.close()
+    return {"n": len(examples), "base": before.right, "tuned": after.right}
 
 
 if __name__ == "__main__":
