@@ -86,10 +86,8 @@ async def run(
             model: Any = strong
         elif policy == "cheap":
             model = cheap
-        elif policy == "judge":
+        elif verifier is not None:  # judge, confidence
             model = CascadeModel(cheap, strong, verifier=verifier, threshold=threshold)
-        elif policy == "confidence":
-            model = CascadeModel(cheap, strong, verifier=ConfidenceVerifier(), threshold=threshold)
         else:
             agreeing = policy == "agree"
             model = CascadeModel(
@@ -162,7 +160,8 @@ async def main() -> None:
     cheap.llama()
     rows = []
     for policy in policies:
-        row = await run(policy, cases, cheap, strong, args.samples, judge, args.threshold)
+        verifier = {"judge": judge, "confidence": ConfidenceVerifier()}.get(policy)
+        row = await run(policy, cases, cheap, strong, args.samples, verifier, args.threshold)
         rows.append(row)
         print(json.dumps(row), flush=True)
     base = rows[0]

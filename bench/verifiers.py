@@ -72,16 +72,19 @@ class Noting(LocalModel):
         return reply
 
 
+def judged(store: Path, verifier: str) -> dict[str, Any]:
+    """The rows `verifier` wrote to `store` in earlier runs, by case id."""
+    if not store.exists():
+        return {}
+    rows = (json.loads(line) for line in store.open())
+    return {row["id"]: row for row in rows if row["verifier"] == verifier}
+
+
 async def confidence_all(items: list[Labelled], store: Path) -> dict[str, Any]:
     """Each item's case run again through the loop on the embedded model: the lowest
     confidence of its turns as the score, the checker's verdict on the run as the label
     (from `store` when run before)."""
-    done: dict[str, Any] = {}
-    if store.exists():
-        for line in store.open():
-            row = json.loads(line)
-            if row["verifier"] == CONFIDENCE:
-                done[row["id"]] = row
+    done = judged(store, CONFIDENCE)
     model = Noting()
     cases = {c.id: c for category in CATEGORIES for c in load_cases(category)}
     with store.open("a") as out:
@@ -165,12 +168,7 @@ def verifiers(judges: list[str]) -> list[Verifier]:
 
 async def judge_all(items: list[Labelled], verifier: Verifier, store: Path) -> dict[str, Any]:
     """Every item's judgement by `verifier`, from `store` when judged before."""
-    done: dict[str, Any] = {}
-    if store.exists():
-        for line in store.open():
-            row = json.loads(line)
-            if row["verifier"] == verifier.name:
-                done[row["id"]] = row
+    done = judged(store, verifier.name)
     with store.open("a") as out:
         for k, item in enumerate(items, 1):
             if item.id in done:

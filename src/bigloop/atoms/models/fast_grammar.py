@@ -10,8 +10,9 @@ the same either way: the best token the grammar accepts (with temperature 0 and 
 repetition penalty, the only settings it is used with).
 
 On the way it keeps the reply's **confidence**: at each token, the chosen token's
-probability among the tokens the grammar allowed (softmax of their logits; at a token the
-grammar fixes, 1), and the lowest of these over the reply. A reply whose every free choice
+probability among the tokens the grammar allowed (softmax of their logits — of the allowed
+ones among the `TOP` best, which hold nearly all of the mass, when there are any; at a
+token the grammar fixes, 1), and the lowest of these over the reply. A reply whose every free choice
 (call or answer, which function, each value) was clear scores near 1; one that hesitated
 somewhere scores low (`ConfidenceVerifier`, a verifier that costs no model call).
 """
