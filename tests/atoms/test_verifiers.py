@@ -87,3 +87,20 @@ def test_the_confidence_verifier_reads_the_replys_own_confidence() -> None:
     cascade = CascadeModel(cheap, strong, verifier=ConfidenceVerifier(), threshold=0.5)
     reply = asyncio.run(cascade.chat(ASKED, [WEATHER]))
     assert reply.answered_by == "strong"  # a model that reports no confidence escalates
+
+
+def test_confidence_counts_a_calls_every_token_and_an_answers_choice_only() -> None:
+    """`least_decided`: an answer's wording and JSON's layout do not lower the confidence;
+    the choice to answer and every name or value of a call do."""
+    from bigloop.atoms.models.fast_grammar import least_decided
+
+    pieces = {1: b"{", 2: b"answer", 3: b'":', 4: b' "', 5: b"Oslo", 6: b"tool_calls", 7: b"x"}
+
+    def detokenize(tokens: list[int]) -> bytes:
+        return b"".join(pieces[t] for t in tokens)
+
+    answer = [(1, 0.5), (4, 0.4), (2, 0.9), (3, 0.3), (4, 0.4), (5, 0.2), (7, 0.1)]
+    assert least_decided(answer, detokenize) == 0.9
+    call = [(1, 0.5), (4, 0.4), (6, 0.9), (3, 1.0), (4, 1.0), (5, 0.2), (7, 0.1)]
+    assert least_decided(call, detokenize) == 0.1
+    assert least_decided([], detokenize) == 1.0

@@ -40,8 +40,9 @@ def test_fast_and_full_grammar_checks_write_the_same_replies(
 
 
 def test_a_greedy_grammar_reply_reports_its_confidence(embedded: LocalModel) -> None:
-    """The lowest probability of a chosen token among the allowed ones, in (0, 1]; a
-    sampled reply (llama-cpp-python's own grammar sampler) reports none."""
+    """The lowest probability of a decision's token among the allowed ones, in (0, 1]; an
+    answer with no tool to choose from decides nothing (its wording is not a decision);
+    a sampled reply (llama-cpp-python's own grammar sampler) reports none."""
     import asyncio
 
     specs = [
@@ -51,6 +52,8 @@ def test_a_greedy_grammar_reply_reports_its_confidence(embedded: LocalModel) -> 
     asked = [Message(role="user", content=TASKS[0])]
     greedy = asyncio.run(embedded.chat(asked, specs, ModelSettings(max_tokens=128)))
     assert greedy.confidence is not None and 0 < greedy.confidence <= 1
+    answered = asyncio.run(embedded.chat(asked, [], ModelSettings(max_tokens=64)))
+    assert answered.text and answered.confidence == 1.0
     sampled = asyncio.run(
         embedded.chat(asked, specs, ModelSettings(max_tokens=128, temperature=0.7, seed=1))
     )

@@ -12,14 +12,21 @@ repetition penalty, the only settings it is used with).
 On the way it keeps the reply's **confidence**: at each token, the chosen token's
 probability among the tokens the grammar allowed (softmax of their logits — of the allowed
 ones among the `TOP` best, which hold nearly all of the mass, when there are any; at a
-token the grammar fixes, 1), and the lowest of these over the reply. A reply whose every free choice
-(call or answer, which function, each value) was clear scores near 1; one that hesitated
-somewhere scores low (`ConfidenceVerifier`, a verifier that costs no model call).
+token the grammar fixes, 1). `confidence` is the lowest of these over the reply's
+**decisions**: the tokens that write a name or a value (call or answer, which function,
+which argument, each value; not JSON's spacing and punctuation alone, where the model
+hesitates between layouts that mean the same), and of an answer only those before its
+free text (the choice to answer), since a right answer's wording always has some unlikely
+word. A reply
+whose every decision was clear scores near 1; one that hesitated somewhere scores low
+(`ConfidenceVerifier`, a verifier that costs no model call).
 """
 
 from __future__ import annotations
 
 import ctypes
+import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,6 +36,28 @@ TOP = 32
 """Tokens checked first."""
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 """llama.cpp's `llama_token_data`."""
+_ANSWER_TEXT = re.compile(rb'\s*\{\s*"answer"\s*:')
+"""What a reply has written when its answer's free text comes next (`call_schema`)."""
+_LAYOUT = frozenset(b' \t\n\r{}[]":,')
+"""JSON's layout: a token of these alone is spacing or structure, not a decision."""
+
+
+def least_decided(
+    choices: list[tuple[int, float]], detokenize: Callable[[list[int]], bytes]
+) -> float:
+    """The lowest probability among `choices` (token, probability) of the tokens that
+    carry a name or a value — not JSON's layout alone — written before an answer's free
+    text begins (all of them in a call), 1 if none."""
+    written = b""
+    least = 1.0
+    for token, p in choices:
+        if _ANSWER_TEXT.match(written):
+            break
+        piece = detokenize([token])
+        if not set(piece) <= _LAYOUT:
+            least = min(least, p)
+        written += piece
+    return least
 
 
 class TopFirstGrammar:
@@ -51,8 +80,8 @@ class TopFirstGrammar:
         if not self._sampler:
             raise ValueError("llama.cpp could not parse the grammar")
         self._seen: int | None = None
-        self.confidence = 1.0
-        """The lowest probability of a chosen token among the allowed ones, so far."""
+        self.choices: list[tuple[int, float]] = []
+        """Each generated token and its probability among the allowed ones."""
 
     def __call__(
         self, input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]
@@ -65,7 +94,7 @@ class TopFirstGrammar:
         self._apply(small)
         allowed = small[small["logit"] != -np.inf]
         if len(allowed):
-            self._note(allowed["logit"])
+            self._note(allowed["id"], allowed["logit"])
             out = np.full_like(scores, -np.inf)
             out[allowed["id"]] = allowed["logit"]
             return out
@@ -74,14 +103,22 @@ class TopFirstGrammar:
         full["logit"] = scores
         self._apply(full)
         logits = np.asarray(full["logit"], dtype=np.single)
-        self._note(logits[logits != -np.inf])
+        ok = logits != -np.inf
+        self._note(full["id"][ok], logits[ok])
         return logits
 
-    def _note(self, allowed: npt.NDArray[np.single]) -> None:
-        """Lower `confidence` to the greedy choice's probability among `allowed` logits."""
-        if len(allowed) > 1:
-            shifted = np.exp(allowed.astype(np.float64) - allowed.max())
-            self.confidence = min(self.confidence, float(1.0 / shifted.sum()))
+    def _note(self, ids: npt.NDArray[np.intc], logits: npt.NDArray[np.single]) -> None:
+        """Keep the greedy choice among the allowed tokens `ids` and its probability."""
+        if not len(ids):
+            return
+        best = int(np.argmax(logits))
+        shifted = np.exp(logits.astype(np.float64) - logits[best])
+        self.choices.append((int(ids[best]), float(1.0 / shifted.sum())))
+
+    @property
+    def confidence(self) -> float:
+        """The lowest probability of a decision's token (see the module), 1 if none."""
+        return least_decided(self.choices, self._llama.detokenize)
 
     def _apply(self, data: npt.NDArray[np.void]) -> None:
         """The grammar applied to `data` (llama.cpp's token data, in place)."""
