@@ -5,7 +5,8 @@ review's reward/verifier models, §4.2.2).
 - `CheckVerifier`: a deterministic check (a cascade check such as `calls_are_valid` or
   `grounded_reply`) as a verifier: 1 when it passes, else 0.
 - `ConfidenceVerifier`: the replying model's own confidence (`ModelResponse.confidence`:
-  a local model's lowest probability of a chosen token among those its grammar allowed),
+  a local model's lowest probability of a decision's token among those its grammar
+  allowed: the names and values of a call, the choice to answer),
   read from the reply: no model call. A reply without one scores None.
 - `JudgeVerifier`: a model as judge. It reads the conversation, the tools offered and the
   reply, and writes `{"reason": "...", "score": 0-10}` under a JSON-schema grammar (the

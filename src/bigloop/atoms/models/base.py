@@ -173,8 +173,9 @@ class ModelResponse:
     """A routed model's decision (order, Pareto front, rejections), for the trace."""
     confidence: float | None = None
     """The model's own confidence in this reply, in [0, 1], where it can tell (a local
-    model's greedy grammar-constrained turn: the lowest probability of a chosen token
-    among the allowed ones); None otherwise."""
+    model's greedy grammar-constrained turn: the lowest probability, among the allowed
+    tokens, of a chosen token that writes a name or a value of a call, or the choice to
+    answer — `bigloop.atoms.models.fast_grammar`); None otherwise."""
 
     def as_message(self) -> Message:
         """The assistant turn this reply adds to the conversation (unreadable output is
