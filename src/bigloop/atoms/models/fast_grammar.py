@@ -17,9 +17,8 @@ token the grammar fixes, 1). `confidence` is the lowest of these over the reply'
 which argument, each value; not JSON's spacing and punctuation alone, where the model
 hesitates between layouts that mean the same), and of an answer only those before its
 free text (the choice to answer), since a right answer's wording always has some unlikely
-word. A reply
-whose every decision was clear scores near 1; one that hesitated somewhere scores low
-(`ConfidenceVerifier`, a verifier that costs no model call).
+word. A reply whose every decision was clear scores near 1; one that hesitated somewhere
+scores low (`ConfidenceVerifier`, a verifier that costs no model call).
 """
 
 from __future__ import annotations
@@ -37,7 +36,8 @@ TOP = 32
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 """llama.cpp's `llama_token_data`."""
 _ANSWER_TEXT = re.compile(rb'\s*\{\s*"answer"\s*:')
-"""What a reply has written when its answer's free text comes next (`call_schema`)."""
+"""What a reply has written when its answer's free text comes next: the opening of
+`local.call_schema`'s answer object, whose one key is "answer"."""
 _LAYOUT = frozenset(b' \t\n\r{}[]":,')
 """JSON's layout: a token of these alone is spacing or structure, not a decision."""
 
