@@ -21,6 +21,8 @@ def test_defaults_are_the_cli_defaults() -> None:
         "adapter": None,
         "adapter_sha256": None,
         "escalate": None,
+        "escalate_when": "ungrounded",
+        "escalate_threshold": 0.6,
         "vote": 1,
         "tools": None,
         "files": None,

@@ -38,8 +38,13 @@ from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
 from bigloop.atoms.models.prompts import DEMOS_HEADER
 from bigloop.atoms.tool import Tool
-from bigloop.parts import NAMES, ClarifyWhen
+from bigloop.parts import NAMES, ClarifyWhen, EscalateWhen
 from bigloop.parts import PlannerName as Planner
+
+ADDED_LATER: dict[str, object] = {"escalate_when": "ungrounded", "escalate_threshold": 0.6}
+"""LoopConfig fields added after results were recorded, with their defaults: a field at
+its default is left out of what identifies a config (`optimize.evaluate.fingerprint`,
+the suite's pinned results), so that earlier results still match."""
 
 
 class DemoCall(BaseModel):
@@ -76,6 +81,11 @@ class LoopConfig(BaseModel):
             turn over when `model`'s reply has invalid calls, values nobody said, or an
             answer before any tool ran (`CascadeModel` with `grounded_reply`); None: no
             escalation.
+        escalate_when: which of `model`'s turns `escalate` takes over: "ungrounded" (the
+            default: invalid calls, values nobody said, an answer before any tool ran) or
+            "unsure" (invalid calls, or the reply's own `confidence` under
+            `escalate_threshold`: `ConfidenceVerifier`, no extra model call).
+        escalate_threshold: the confidence under which "unsure" escalates a turn.
         vote: replies per model turn; above 1 the most common of them is kept (the first
             greedy, the rest sampled: `routing.vote.VoteModel`, self-consistency).
         base_url: an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1".
@@ -122,6 +132,8 @@ class LoopConfig(BaseModel):
     adapter: str | None = None
     adapter_sha256: str | None = None
     escalate: str | None = None
+    escalate_when: EscalateWhen = "ungrounded"
+    escalate_threshold: float = Field(default=0.6, ge=0, le=1)
     vote: int = Field(default=1, ge=1, le=9)
     tools: list[str] | None = None
     files: str | None = None
@@ -169,6 +181,13 @@ class LoopConfig(BaseModel):
     def _known_clarify(cls, value: object) -> object:
         if value not in get_args(ClarifyWhen):
             raise ValueError(f"Unknown clarify mode {value!r}; use off, missing or ungrounded.")
+        return value
+
+    @field_validator("escalate_when", mode="before")
+    @classmethod
+    def _known_escalate_when(cls, value: object) -> object:
+        if value not in get_args(EscalateWhen):
+            raise ValueError(f"Unknown escalate_when {value!r}; use ungrounded or unsure.")
         return value
 
     @classmethod
@@ -316,7 +335,7 @@ class LoopConfig(BaseModel):
 
     def escalating(self, model: ChatModel) -> ChatModel:
         """`model`, or — with `escalate` set — a cascade from it to that stronger model
-        (`CascadeModel` with `grounded_reply`).
+        (`CascadeModel`, escalating as `escalate_when` says).
 
         Raises:
             UserError: `escalate` names no installable model or .gguf file.
@@ -324,12 +343,17 @@ class LoopConfig(BaseModel):
         if self.escalate is None:
             return model
         from bigloop.atoms.models.spec import ModelSpec
+        from bigloop.atoms.verifiers import ConfidenceVerifier
         from bigloop.routing.cascade import CascadeModel, grounded_reply
 
         try:
             strong = ModelSpec(name=self.escalate).build()
         except UserError as e:
             raise UserError(f"escalate: {e}".replace("--model", "--escalate")) from None
+        if self.escalate_when == "unsure":
+            return CascadeModel(
+                model, strong, verifier=ConfidenceVerifier(), threshold=self.escalate_threshold
+            )
         return CascadeModel(model, strong, check=grounded_reply)
 
     def build_tools(self) -> list[Tool]:

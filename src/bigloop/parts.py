@@ -42,6 +42,7 @@ from bigloop.runtime.context import Planner
 
 Kind = Literal["call_check", "tool_selector", "answer_check", "planner_rule"]
 ClarifyWhen = Literal["off", "missing", "ungrounded"]
+EscalateWhen = Literal["ungrounded", "unsure"]
 PlannerName = Literal["react", "graph", "search", "auto"]
 """The planners a name builds (`Policies.planner`)."""
 

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bigloop_eval.suite import LoopConfig, Task, load_results, markdown, run_suite, summarize
+from bigloop_eval.suite import (
+    LoopConfig,
+    Result,
+    Task,
+    load_results,
+    markdown,
+    run_suite,
+    summarize,
+)
 from bigloop_eval.suite.checks import Asked, number
 from bigloop_eval.suite.task import DEFAULT
 
@@ -190,3 +198,39 @@ def test_a_cascade_reports_which_model_wrote_each_turn(tmp_path: Path) -> None:
     )
     alone = [replace(results[0], answered_by=["cheap"])]
     assert summarize(alone).turns_by_model is None  # one model: no line
+
+
+def test_results_pinned_before_a_config_field_existed_still_resume(tmp_path: Path) -> None:
+    model = FunctionModel(reply, name="m")
+    out = tmp_path / "s.jsonl"
+    run_suite(model, TASKS[:1], LoopConfig(), out)
+    sidecar = out.with_suffix(".config.json")
+    assert "escalate_when" not in json.loads(sidecar.read_text())  # at its default
+    assert len(run_suite(model, TASKS[:1], LoopConfig(), out)) == 1  # resumes
+    with pytest.raises(UserError, match="differs in \\['escalate_when'\\]"):
+        run_suite(model, TASKS[:1], LoopConfig(escalate_when="unsure"), out)
+
+
+def test_the_cascade_bench_compares_its_arms_against_the_strong_models_time() -> None:
+    import argparse
+
+    from bench import cascade_suite
+
+    args = argparse.Namespace(
+        strong="big.gguf", cheap="embedded", when="unsure", threshold=0.4, cheap_arm=True,
+        split="test",
+    )  # fmt: skip
+    configs = cascade_suite.arms(args)
+    assert list(configs) == ["strong", "cascade", "cheap"]
+    assert configs["cascade"].escalate == "big.gguf"
+    assert configs["cascade"].escalate_when == "unsure"
+    assert configs["cascade"].escalate_threshold == 0.4
+    row = {"category": "arithmetic", "split": "test", "why": "", "status": "done"}
+    results = {
+        "strong": [Result(id="a", passed=True, seconds=10.0, answered_by=["big"], **row)],
+        "cascade": [Result(id="a", passed=True, seconds=4.0, answered_by=["small", "big"], **row)],
+        "cheap": [Result(id="a", passed=False, seconds=2.0, answered_by=["small"], **row)],
+    }
+    table = cascade_suite.markdown("cmd", args, results, strong_name="big")
+    assert "| cascade | 1/1 | 100.0% | 4 | 4.0 | 0.40x | 1/2 |" in table
+    assert "| arithmetic | 1/1 | 1/1 | 0/1 |" in table

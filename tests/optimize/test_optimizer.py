@@ -570,3 +570,5 @@ def test_configs_without_escalate_keep_the_fingerprints_of_earlier_runs() -> Non
     # field added to LoopConfig must leave it alone while unset
     assert fingerprint(LoopConfig()) == "984df881e6017948"
     assert fingerprint(LoopConfig(escalate="coder-1.5b")) != fingerprint(LoopConfig())
+    unsure = LoopConfig(escalate="coder-1.5b", escalate_when="unsure")
+    assert fingerprint(unsure) != fingerprint(LoopConfig(escalate="coder-1.5b"))

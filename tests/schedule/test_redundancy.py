@@ -295,6 +295,28 @@ def test_a_config_with_escalate_builds_a_cheap_strong_cascade(tmp_path: Path) ->
         LoopConfig(escalate="coder-15b").build_model()
 
 
+def test_a_config_escalating_when_unsure_judges_the_cheap_models_own_confidence(
+    tmp_path: Path,
+) -> None:
+    from bigloop.atoms.verifiers import ConfidenceVerifier
+    from bigloop.config import LoopConfig
+    from bigloop.routing.cascade import calls_are_valid
+
+    strong = tmp_path / "strong.gguf"
+    strong.write_bytes(b"")
+    config = LoopConfig(escalate=str(strong), escalate_when="unsure", escalate_threshold=0.3)
+    model = config.build_model()
+    assert isinstance(model, CascadeModel)
+    assert isinstance(model.verifier, ConfidenceVerifier) and model.threshold == 0.3
+    assert model.check is calls_are_valid
+    grounded = LoopConfig(escalate=str(strong)).build_model()
+    assert isinstance(grounded, CascadeModel) and grounded.verifier is None
+    with pytest.raises(UserError, match="escalate_when: Unknown escalate_when 'sure'"):
+        LoopConfig.from_data({"escalate_when": "sure"}, source="x")
+    with pytest.raises(UserError, match="escalate_threshold"):
+        LoopConfig.from_data({"escalate_threshold": 2}, source="x")
+
+
 def _area_call(width: int) -> str:
     return json.dumps({"tool_calls": [{"name": "area", "arguments": {"width": width}}]})
 

@@ -116,7 +116,25 @@ def run(
             "--escalate",
             help="A stronger local model (e.g. coder-1.5b) that takes a turn over when the "
             "model's reply has invalid calls, values nobody said, or an answer before any "
-            "tool ran (cheap/strong cascade).",
+            "tool ran (cheap/strong cascade; --escalate-when says which turns).",
+        ),
+    ] = None,
+    escalate_when: Annotated[
+        str | None,
+        typer.Option(
+            "--escalate-when",
+            help="Which turns --escalate takes over: ungrounded (default: invalid calls, "
+            "values nobody said, an answer before any tool ran) or unsure (invalid calls, "
+            "or the model's own confidence under --escalate-threshold).",
+        ),
+    ] = None,
+    escalate_threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--escalate-threshold",
+            min=0.0,
+            max=1.0,
+            help="The confidence under which --escalate-when unsure escalates (default 0.6).",
         ),
     ] = None,
     vote: Annotated[
@@ -233,6 +251,8 @@ def run(
         "base_url": base_url,
         "adapter": str(adapter.resolve()) if adapter else None,
         "escalate": escalate,
+        "escalate_when": escalate_when,
+        "escalate_threshold": escalate_threshold,
         "vote": vote,
         "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
         "files": str(files) if files else None,

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bigloop.config import Demo, LoopConfig
+from bigloop.config import ADDED_LATER, Demo, LoopConfig
 from bigloop.optimize.bench import Bench, Example, Mistake, Outcome
 
 BatchRunner = Callable[[LoopConfig, list[Example]], Awaitable[list[Outcome]]]
@@ -27,8 +27,9 @@ def fingerprint(config: LoopConfig) -> str:
     for later in ("escalate", "adapter", "adapter_sha256", "tools_dir"):
         if data[later] is None:  # added later: unset, they keep the old fingerprints
             del data[later]
-    if data.get("vote") == 1:  # added later: the default keeps the old fingerprints
-        del data["vote"]
+    for later, default in {"vote": 1, **ADDED_LATER}.items():
+        if data.get(later) == default:  # added later: the default keeps the old fingerprints
+            del data[later]
     if data.get("tools_dir"):  # the same folder may hold other tools later
         data["tools_dir"] = [data["tools_dir"], _contents(Path(data["tools_dir"]))]
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)

@@ -84,7 +84,10 @@ class _Models:
         model = config.voting(model)
         if config.escalate is None:
             return model
-        key = f"{config.adapter}>{config.vote}>{config.escalate}"
+        key = (
+            f"{config.adapter}>{config.vote}>{config.escalate}"
+            f">{config.escalate_when}>{config.escalate_threshold}"
+        )
         if key not in self._cascades:
             self._cascades[key] = config.escalating(model)
         return self._cascades[key]

@@ -28,7 +28,7 @@ from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
 from bigloop.atoms.models.prompts import render_call_reply
 from bigloop.atoms.tool import Tool
-from bigloop.config import LoopConfig
+from bigloop.config import ADDED_LATER, LoopConfig
 from bigloop.loop import Loop
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.store import TraceStore
@@ -131,6 +131,9 @@ def _pin_config(path: Path, model: ChatModel, config: LoopConfig) -> None:
         exclude={"model", "base_url", "tools", "files", "db", "provenance"}
     )
     pinned = {"model": model.name, **settings}
+    for later, default in ADDED_LATER.items():  # files pinned before these fields existed
+        if pinned.get(later) == default:
+            del pinned[later]
     sidecar = path.with_suffix(".config.json")
     if sidecar.exists():
         before = json.loads(sidecar.read_text(encoding="utf-8"))
