@@ -225,11 +225,17 @@ def test_the_cascade_bench_compares_its_arms_against_the_strong_models_time() ->
     assert configs["cascade"].escalate == "big.gguf"
     assert configs["cascade"].escalate_when == "unsure"
     assert configs["cascade"].escalate_threshold == 0.4
-    row = {"category": "arithmetic", "split": "test", "why": "", "status": "done"}
+
+    def row(passed: bool, seconds: float, *by: str) -> Result:
+        return Result(
+            id="a", category="arithmetic", split="test", why="", status="done",
+            passed=passed, seconds=seconds, answered_by=list(by),
+        )  # fmt: skip
+
     results = {
-        "strong": [Result(id="a", passed=True, seconds=10.0, answered_by=["big"], **row)],
-        "cascade": [Result(id="a", passed=True, seconds=4.0, answered_by=["small", "big"], **row)],
-        "cheap": [Result(id="a", passed=False, seconds=2.0, answered_by=["small"], **row)],
+        "strong": [row(True, 10.0, "big")],
+        "cascade": [row(True, 4.0, "small", "big")],
+        "cheap": [row(False, 2.0, "small")],
     }
     table = cascade_suite.markdown("cmd", args, results, strong_name="big")
     assert "| cascade | 1/1 | 100.0% | 4 | 4.0 | 0.40x | 1/2 |" in table
