@@ -178,6 +178,9 @@ async def main() -> None:
     stem += f"-agree{args.samples}" if args.policy == ["agree"] else ""
     stem += f"-judge-{args.judge}" if args.policy == ["judge"] else ""
     stem += "-confidence" if args.policy == ["confidence"] else ""
+    stem += (
+        f"-{args.threshold:g}" if args.policy == ["confidence"] and args.threshold != 0.5 else ""
+    )
     lines = [
         "# Cheap/strong routing (BFCL simple_python + multiple)",
         "",
