@@ -219,3 +219,15 @@ def test_a_damaged_trace_db_is_a_clear_error_not_a_traceback(tmp_path: Path) -> 
     listed = bigloop("trace", "list", "--trace-db", str(db), home=tmp_path)
     assert listed.returncode == 2, listed.stderr
     assert "Traceback" not in listed.stderr and "trace DB" in listed.stderr
+
+
+def test_escalation_options_are_saved_like_their_config_fields(tmp_path: Path) -> None:
+    saved = tmp_path / "saved.json"
+    args = ("run", "hi", "--model", "m", "--base-url", UNREACHABLE, "--json")
+    when = ("--escalate-when", "unsure", "--escalate-threshold", "0.3")
+    out = bigloop(*args, *when, "--save-config", str(saved), home=tmp_path)
+    assert out.returncode == 1, out.stderr
+    config = LoopConfig.load(saved)
+    assert (config.escalate_when, config.escalate_threshold) == ("unsure", 0.3)
+    bad = bigloop(*args, "--escalate-when", "sometimes", home=tmp_path)
+    assert bad.returncode == 2 and "Unknown escalate_when 'sometimes'" in bad.stderr
