@@ -32,7 +32,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
@@ -45,6 +52,13 @@ ADDED_LATER: dict[str, object] = {"escalate_when": "ungrounded", "escalate_thres
 """LoopConfig fields added after results were recorded, with their defaults: a field at
 its default is left out of what identifies a config (`optimize.evaluate.fingerprint`,
 the suite's pinned results), so that earlier results still match."""
+
+_CHOICES: dict[str, object] = {
+    "planner": Planner,
+    "clarify": ClarifyWhen,
+    "escalate_when": EscalateWhen,
+}
+"""The fields whose value is one of a Literal's choices (validated with a clear error)."""
 
 
 class DemoCall(BaseModel):
@@ -162,11 +176,13 @@ class LoopConfig(BaseModel):
     max_step_seconds: float | None = Field(default=None, gt=0)
     max_calls_per_turn: int = Field(default=16, ge=1)
 
-    @field_validator("planner", mode="before")
+    @field_validator("planner", "clarify", "escalate_when", mode="before")
     @classmethod
-    def _known_planner(cls, value: object) -> object:
-        if value not in get_args(Planner):
-            raise ValueError(f"Unknown planner {value!r}; use react, graph, search or auto.")
+    def _known_choice(cls, value: object, info: ValidationInfo) -> object:
+        choices = get_args(_CHOICES[info.field_name or ""])
+        if value not in choices:
+            listed = ", ".join(choices[:-1]) + f" or {choices[-1]}"
+            raise ValueError(f"Unknown {info.field_name} {value!r}; use {listed}.")
         return value
 
     @field_validator("off")
@@ -174,20 +190,6 @@ class LoopConfig(BaseModel):
     def _known_policies(cls, value: list[str]) -> list[str]:
         if unknown := [n for n in value if n not in NAMES]:
             raise ValueError(f"unknown policy name(s) {unknown}; choose from {', '.join(NAMES)}")
-        return value
-
-    @field_validator("clarify", mode="before")
-    @classmethod
-    def _known_clarify(cls, value: object) -> object:
-        if value not in get_args(ClarifyWhen):
-            raise ValueError(f"Unknown clarify mode {value!r}; use off, missing or ungrounded.")
-        return value
-
-    @field_validator("escalate_when", mode="before")
-    @classmethod
-    def _known_escalate_when(cls, value: object) -> object:
-        if value not in get_args(EscalateWhen):
-            raise ValueError(f"Unknown escalate_when {value!r}; use ungrounded or unsure.")
         return value
 
     @classmethod
