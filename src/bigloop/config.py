@@ -48,11 +48,6 @@ from bigloop.atoms.tool import Tool
 from bigloop.parts import NAMES, ClarifyWhen, EscalateWhen
 from bigloop.parts import PlannerName as Planner
 
-ADDED_LATER: dict[str, object] = {"escalate_when": "ungrounded", "escalate_threshold": 0.6}
-"""LoopConfig fields added after results were recorded, with their defaults: a field at
-its default is left out of what identifies a config (`optimize.evaluate.fingerprint`,
-the suite's pinned results), so that earlier results still match."""
-
 _CHOICES: dict[str, object] = {
     "planner": Planner,
     "clarify": ClarifyWhen,
@@ -451,3 +446,11 @@ def _problems(error: ValidationError) -> str:
             message += f" (did you mean {close[0]!r}?)" if close else f" (fields: {fields})"
         problems.append(f"{where}: {message}")
     return "; ".join(problems)
+
+
+ADDED_LATER: dict[str, object] = {
+    name: LoopConfig.model_fields[name].default for name in ("escalate_when", "escalate_threshold")
+}
+"""LoopConfig fields added after results were recorded, with their defaults: a field at
+its default is left out of what identifies a config (`optimize.evaluate.fingerprint`,
+the suite's pinned results), so that earlier results still match."""
