@@ -22,8 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checks import Check, NoTool, date, number, text
-from .task import DB, DEFAULT, FILES, Category, Solve, Task, Toolbox, Workspace
+from .checks import Check, NoTool, date, every, number, text
+from .task import CUSTOM, DB, DEFAULT, FILES, Category, Solve, Task, Toolbox, Workspace
+from .tools import PRODUCE, SHIPPING, USD_RATES, VAT, WEATHER
 
 FAMILIES: tuple[Category, ...] = (
     "arithmetic",
@@ -353,6 +354,123 @@ def _weight_cost(rng: random.Random, data: TrainingData) -> Made:
     )
 
 
+# Chains over a user's own tools (the suite's custom tools: rates, prices, parcels,
+# weather), each a shape no suite task has: several lookups whose results one last call
+# combines, so the answer is never the first result.
+
+
+def _cash_in_dollars(rng: random.Random, data: TrainingData) -> Made:
+    one, two = rng.sample([c for c in USD_RATES if c != "USD"], 2)
+    a, b = rng.randrange(40, 900, 10), rng.randrange(40, 900, 10)
+    rates = [data.box("exchange_rate", base=c, quote="USD") for c in (one, two)]
+
+    def solve(box: Toolbox) -> object:
+        first = box("exchange_rate", base=one, quote="USD")
+        second = box("exchange_rate", base=two, quote="USD")
+        return round(box("calculator", expression=f"{a} * {first} + {b} * {second}"), 2)
+
+    return Made(
+        text=f"Back from travelling I still have {a} {one} and {b} {two} in my wallet. "
+        "How many US dollars is that altogether? Round to the cent.",
+        check=number(a * rates[0] + b * rates[1], places=2),
+        solve=solve,
+        tools=CUSTOM,
+    )
+
+
+def _produce_with_vat(rng: random.Random, data: TrainingData) -> Made:
+    item, country = rng.choice(sorted(PRODUCE)), rng.choice(sorted(VAT))
+    kg = rng.choice((0.5, 1, 1.5, 2, 3, 4.5))
+    cost = kg * PRODUCE[item] * (1 + VAT[country] / 100)
+
+    def solve(box: Toolbox) -> object:
+        price = box("produce_price", item=item)
+        rate = box("vat_rate", country=country.capitalize())
+        return round(box("calculator", expression=f"{kg} * {price} * (1 + {rate} / 100)"), 2)
+
+    return Made(
+        text=f"A grocer in {country.capitalize()} sells {item} at the market price plus the "
+        f"country's VAT. What do {kg:g} kg cost there? Round to the cent.",
+        check=number(cost, places=2),
+        solve=solve,
+        tools=CUSTOM,
+    )
+
+
+def _two_parcels(rng: random.Random, data: TrainingData) -> Made:
+    zone = rng.choice(sorted(SHIPPING))
+    kg, pounds = rng.choice((0.8, 1.5, 2, 3.2, 5)), rng.randint(2, 30)
+    in_kg = data.box("convert_units", value=pounds, from_unit="lb", to_unit="kg")
+    costs = [data.box("shipping_cost", weight_kg=w, zone=zone) for w in (kg, in_kg)]
+
+    def solve(box: Toolbox) -> object:
+        first = box("shipping_cost", weight_kg=kg, zone=zone)
+        weight = box("convert_units", value=pounds, from_unit="lb", to_unit="kg")
+        second = box("shipping_cost", weight_kg=weight, zone=zone)
+        return round(box("calculator", expression=f"{first} + {second}"), 2)
+
+    where = {"domestic": "within the country", "europe": "to Europe", "world": "overseas"}
+    return Made(
+        text=f"I'm sending two parcels {where[zone]}: one weighs {kg:g} kg, the other "
+        f"{pounds} pounds. What is the shipping for both together, in euros? Round to the cent.",
+        check=number(sum(costs), places=2),
+        solve=solve,
+        tools=CUSTOM,
+    )
+
+
+def _colder_in_fahrenheit(rng: random.Random, data: TrainingData) -> Made:
+    one, two = rng.sample(sorted(WEATHER), 2)
+    colder = min((one, two), key=lambda c: WEATHER[c][0])
+
+    def solve(box: Toolbox) -> object:
+        first = box("weather", city=one.capitalize())["temperature_c"]
+        second = box("weather", city=two.capitalize())["temperature_c"]
+        low = min(first, second)
+        fahrenheit = box("convert_units", value=low, from_unit="C", to_unit="F")
+        return f"{colder.capitalize()}, {fahrenheit:g} °F"
+
+    return Made(
+        text=f"Where is it colder at the moment, in {one.capitalize()} or in "
+        f"{two.capitalize()}, and what is the temperature there in degrees Fahrenheit?",
+        check=every(text(colder.capitalize()), number(WEATHER[colder][0] * 9 / 5 + 32)),
+        solve=solve,
+        tools=CUSTOM,
+    )
+
+
+def _hours_between(rng: random.Random, data: TrainingData) -> Made:
+    a = _day(rng)
+    b = a + dt.timedelta(days=rng.randint(2, 40))
+
+    def solve(box: Toolbox) -> object:
+        days = box("days_between", start_date=a.isoformat(), end_date=b.isoformat())
+        return box("calculator", expression=f"{days} * 24")
+
+    return Made(
+        text=f"The exhibition is open around the clock from {_written(a, rng)} until "
+        f"{_written(b, rng)}. How many hours is that?",
+        check=number((b - a).days * 24),
+        solve=solve,
+    )
+
+
+def _walking_hours(rng: random.Random, data: TrainingData) -> Made:
+    miles, speed = rng.choice((3, 7.5, 12, 18, 26)), rng.choice((4, 4.5, 5, 6))
+    km = data.box("convert_units", value=miles, from_unit="mi", to_unit="km")
+
+    def solve(box: Toolbox) -> object:
+        distance = box("convert_units", value=miles, from_unit="mi", to_unit="km")
+        return round(box("calculator", expression=f"{distance} / {speed}"), 1)
+
+    return Made(
+        text=f"The trail is {miles:g} miles long and I hike at {speed:g} km per hour. How many "
+        "hours will it take me? One decimal is enough.",
+        check=number(km / speed, places=1),
+        solve=solve,
+    )
+
+
 # --- files (the training workspace's folder tree) ---------------------------------------
 
 
@@ -502,7 +620,17 @@ MAKERS: dict[Category, tuple[Maker, ...]] = {
     "arithmetic": (_percent, _on_top, _discount, _share, _containers, _power, _growth, _mean),
     "units": (_convert,),
     "dates": (_span, _offset, _which_day),
-    "multistep": (_weekday_later, _daily_distance, _weight_cost),
+    "multistep": (
+        _weekday_later,
+        _daily_distance,
+        _weight_cost,
+        _cash_in_dollars,
+        _produce_with_vat,
+        _two_parcels,
+        _colder_in_fahrenheit,
+        _hours_between,
+        _walking_hours,
+    ),
     "files": (_server_field, _count_folder, _trip_days),
     "sql": (_books_before, _genre_pages, _member_loans),
     "no_tool": (_no_tool,),
