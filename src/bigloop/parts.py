@@ -24,7 +24,7 @@ from typing import Literal
 from bigloop._errors import UserError
 from bigloop.planners.auto import AutoPlanner
 from bigloop.planners.graph import GraphPlanner
-from bigloop.planners.react import ReactPlanner
+from bigloop.planners.react import ASKED_ABOUT, ReactPlanner
 from bigloop.planners.search import SearchPlanner
 from bigloop.policies import (
     AnswerCheck,
@@ -39,6 +39,7 @@ from bigloop.policies.clarify import Clarify
 from bigloop.policies.more_calls import MoreCalls
 from bigloop.policies.select import listed_items
 from bigloop.runtime.context import Planner
+from bigloop.trace.records import Reason
 
 Kind = Literal["call_check", "tool_selector", "answer_check", "planner_rule"]
 ClarifyWhen = Literal["off", "missing", "ungrounded"]
@@ -144,8 +145,19 @@ class PlannerRules:
     check_answers: bool = True
     more_calls: MoreCalls | None = field(default_factory=MoreCalls)
     ask_after_refusal: bool = True
+    ask_about: frozenset[Reason] = ASKED_ABOUT
     answer_from_results: bool = True
     items: Callable[[str], list[str]] | None = listed_items
+
+
+def _copied_asked(asks: Clarify | None) -> frozenset[Reason]:
+    """A call refused for copying the docs' example is asked about too when the clarifying
+    check asks about values from nowhere: made again, it passes the copy check (the model
+    was told) and reaches the clarifying check, which asks for the value (measured: the
+    tuned 0.5B answered "Celsius" instead of asking for the city, bench/results/ablate/tuned)."""
+    return (
+        frozenset({Reason.COPIED_EXAMPLE}) if asks is not None and asks.ungrounded else frozenset()
+    )
 
 
 @dataclass(kw_only=True)
@@ -187,6 +199,7 @@ class Policies:
             check_answers="check_answers" not in off,
             more_calls=None if "more_calls" in off else MoreCalls(),
             ask_after_refusal="ask_after_refusal" not in off,
+            ask_about=ASKED_ABOUT | _copied_asked(asks),
             answer_from_results="answer_from_results" not in off,
             items=None if "listed_items" in off else listed_items,
         )
@@ -205,6 +218,7 @@ class Policies:
             check_answers=self.rules.check_answers,
             more_calls=self.rules.more_calls,
             ask_after_refusal=self.rules.ask_after_refusal,
+            ask_about=self.rules.ask_about,
             answer_from_results=self.rules.answer_from_results,
         )
 

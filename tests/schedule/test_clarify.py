@@ -306,3 +306,43 @@ def test_a_call_without_arguments_is_no_result_to_settle_on() -> None:
         ScriptedModel([call("today"), guess, guess]), [today, add_days], clarify=Clarify()
     ).run_sync("What date is 30 days after my contract starts?")
     assert result.status == "input_required" and "date" in (result.question or "")
+
+
+@tool
+def city_weather(city: str) -> str:
+    """Current weather in a city.
+
+    Args:
+        city: the city's name, e.g. "Lisbon".
+    """
+    return f"sunny in {city}"
+
+
+def test_a_copied_example_given_up_on_is_asked_about_when_clarify_asks() -> None:
+    """The docs' example city, refused as copied, then an answer from memory: with
+    clarify asking about values from nowhere (the default config), the call is made again
+    and the user is asked; in a conversation that already called tools, nothing judges
+    its values, so the answer stands and no call is made."""
+    from bigloop import LoopConfig
+
+    copied = call("city_weather", city="Lisbon")
+    script = [copied, answer("It is measured in Celsius.")]
+    asked = Loop.from_config(
+        LoopConfig(), model=ScriptedModel(list(script)), tools=[city_weather]
+    ).run_sync("What's the weather like right now?")
+    assert asked.status == "input_required", [(s.kind, s.error) for s in asked.steps]
+    assert "city" in (asked.question or "")
+    plain = Loop.from_config(
+        LoopConfig(clarify="missing"), model=ScriptedModel(list(script)), tools=[city_weather]
+    ).run_sync("What's the weather like right now?")
+    assert plain.status == "ok" and plain.answer == "It is measured in Celsius."
+    earlier = Loop.from_config(
+        LoopConfig(),
+        model=ScriptedModel([call("city_weather", city="Porto"), answer("Sunny.")]),
+        tools=[city_weather],
+    ).run_sync("What's the weather in Porto?")
+    assert earlier.status == "ok"
+    later = Loop.from_config(
+        LoopConfig(), model=ScriptedModel(list(script)), tools=[city_weather]
+    ).run_sync("And what's it like now?", history=earlier.messages)
+    assert later.status == "ok" and not any(s.kind == "ask" for s in later.steps)

@@ -20,14 +20,22 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 DEFAULT_MORE_CALLS = MoreCalls()
 
 
-def _refused_guess(ctx: RunContext) -> ToolCall | None:
-    """The last call refused because a value appears nowhere in the request (reason
-    `ungrounded`, which only a check that asks the user about such values gives), when no
-    call of the run has succeeded: made again, it becomes the question to the user."""
+ASKED_ABOUT: frozenset[Reason] = frozenset({Reason.UNGROUNDED})
+"""The refusals whose call, made again, becomes a question to the user: reason
+`ungrounded` is given only by a check that asks about such values."""
+
+
+def _refused_guess(ctx: RunContext, reasons: Collection[Reason]) -> ToolCall | None:
+    """The last call refused for one of `reasons` (`ReactPlanner.ask_about`), when no call
+    of the run has succeeded: made again, it becomes the question to the user. A request
+    that continues a conversation which already called tools has its values judged by no
+    check (`Clarify`), so there only reason `ungrounded` counts."""
     tools = [s for s in ctx.steps if s.kind in ("tool", "ask")]
     if any(s.error is None for s in tools):
         return None
-    refused = [s for s in tools if s.refusal is not None and s.refusal.reason == Reason.UNGROUNDED]
+    if ctx.evidence().continues:
+        reasons = ASKED_ABOUT
+    refused = [s for s in tools if s.refusal is not None and s.refusal.reason in reasons]
     if not refused:
         return None
     last = refused[-1]
@@ -74,6 +82,9 @@ class ReactPlanner:
             value the request never gave, and no call has succeeded, make that call again
             instead (once): the clarifying check then asks the user for the value, rather
             than the run ending on an answer from memory.
+        ask_about: the refusal reasons `ask_after_refusal` acts on: `ASKED_ABOUT`, and
+            `Reason.COPIED_EXAMPLE` when the clarifying check asks about values from
+            nowhere (it then asks about the copied value, which the request never gave).
         answer_from_results: when a turn's calls only repeat earlier ones (their results
             are in the conversation), or a check told the model to settle, ask for the
             answer without offering tools.
@@ -88,12 +99,14 @@ class ReactPlanner:
         check_answers: bool = True,
         more_calls: MoreCalls | None = DEFAULT_MORE_CALLS,
         ask_after_refusal: bool = True,
+        ask_about: Collection[Reason] = ASKED_ABOUT,
         answer_from_results: bool = True,
     ) -> None:
         self.stop_after_calls = stop_after_calls
         self.check_answers = check_answers
         self.more_calls = more_calls
         self.ask_after_refusal = ask_after_refusal
+        self.ask_about = frozenset(ask_about)
         self.answer_from_results = answer_from_results
 
     def restore(self, ctx: RunContext) -> list[ToolCall]:
@@ -182,7 +195,9 @@ class ReactPlanner:
                 f"You answered {number} without using a tool, and the request does not "
                 "say it. Call the tool that computes or looks it up, then answer."
             )
-        elif turn.ask_after_refusal and (refused := _refused_guess(ctx)) is not None:
+        elif (
+            turn.ask_after_refusal and (refused := _refused_guess(ctx, self.ask_about)) is not None
+        ):
             # the model gave up on a value it had to guess: the user has it
             turn.ask_after_refusal = False  # once per run
             ctx.messages.append(Message(role="assistant", tool_calls=[refused]))
