@@ -346,3 +346,35 @@ def test_a_copied_example_given_up_on_is_asked_about_when_clarify_asks() -> None
         LoopConfig(), model=ScriptedModel(list(script)), tools=[city_weather]
     ).run_sync("And what's it like now?", history=earlier.messages)
     assert later.status == "ok" and not any(s.kind == "ask" for s in later.steps)
+
+
+@tool
+def scale(value: float, unit: str) -> str:
+    """Scale a quantity.
+
+    Args:
+        value: the number.
+        unit: its unit, e.g. "furlongs".
+    """
+    return f"{value} {unit}"
+
+
+def test_a_made_up_call_with_a_copied_example_is_not_asked_about() -> None:
+    """A call whose other required values nobody said either is no question for the
+    user: the answer that followed its refusal stands."""
+    from bigloop import LoopConfig
+
+    made_up = call("scale", value=2.0, unit="furlongs")
+    result = Loop.from_config(
+        LoopConfig(),
+        model=ScriptedModel([made_up, answer("The meeting moved to Thursday.")]),
+        tools=[scale],
+    ).run_sync("Summarize in one sentence: the meeting moved from Tuesday to Thursday.")
+    assert result.status == "ok", [(s.kind, s.error) for s in result.steps]
+    assert result.answer == "The meeting moved to Thursday."
+    grounded = Loop.from_config(
+        LoopConfig(),
+        model=ScriptedModel([call("scale", value=3.0, unit="furlongs"), answer("3 it is.")]),
+        tools=[scale],
+    ).run_sync("Scale 3 for me.")
+    assert grounded.status == "input_required" and "unit" in (grounded.question or "")

@@ -62,6 +62,35 @@ def test_default_checks_adapt_then_reject_copied_examples() -> None:
     assert said.action == "accept"
 
 
+def test_an_argument_set_to_its_default_is_no_copied_example() -> None:
+    """`list_files(pattern="**/*")`: the docs' example is also the default, the call the
+    tool makes anyway."""
+    listing = ToolSpec(
+        name="list_files",
+        description="List files.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": 'e.g. "**/*"', "default": "**/*"}
+            },
+        },
+    )
+    call = ToolCall(id="1", name="list_files", arguments={"pattern": "**/*"})
+    assert RejectCopiedExamples().check(call, listing, Evidence("my recipes?")).action == "accept"
+    other = ToolCall(id="1", name="list_files", arguments={"pattern": "**/*"})
+    no_default = ToolSpec(
+        name="list_files",
+        description="List files.",
+        parameters={
+            "type": "object",
+            "properties": {"pattern": {"type": "string", "description": 'e.g. "**/*"'}},
+        },
+    )
+    assert (
+        RejectCopiedExamples().check(other, no_default, Evidence("my recipes?")).action == "reject"
+    )
+
+
 def test_a_check_switched_off_is_not_run() -> None:
     """Without coercion the integer reaches the tool as written; with it, as a float."""
     seen: list[object] = []

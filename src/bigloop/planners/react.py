@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
 from bigloop.atoms.models.prompts import ANSWER_NOW
+from bigloop.policies.base import Evidence, guessable
 from bigloop.policies.more_calls import MoreCalls
 from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Reason, Step
@@ -33,13 +34,35 @@ def _refused_guess(ctx: RunContext, reasons: Collection[Reason]) -> ToolCall | N
     tools = [s for s in ctx.steps if s.kind in ("tool", "ask")]
     if any(s.error is None for s in tools):
         return None
-    if ctx.evidence().continues:
+    evidence = ctx.evidence()
+    if evidence.continues:
         reasons = ASKED_ABOUT
-    refused = [s for s in tools if s.refusal is not None and s.refusal.reason in reasons]
+    refused = [s for s in tools if _asks_about(s, reasons, ctx, evidence)]
     if not refused:
         return None
     last = refused[-1]
     return ToolCall(id=f"ask-{last.index}", name=last.name, arguments=dict(last.input or {}))
+
+
+def _asks_about(
+    step: Step, reasons: Collection[Reason], ctx: RunContext, evidence: Evidence
+) -> bool:
+    """Whether `step` was refused for one of `reasons` and, for any reason but
+    `ungrounded`, the call is otherwise the request's own: every other required value is
+    in the conversation. A call whose other values are made up too (a unit conversion
+    of a number nobody said, in reply to "summarize this") is no question for the user."""
+    refusal = step.refusal
+    if refusal is None or refusal.reason not in reasons:
+        return False
+    if refusal.reason == Reason.UNGROUNDED:
+        return True
+    tool = ctx.tools.get(step.name)
+    required = tool.schema.get("required", []) if tool is not None else []
+    return all(
+        evidence.mentions(value)
+        for name, value in (step.input or {}).items()
+        if name in required and name not in refusal.values and guessable(value)
+    )
 
 
 _JSON_CALL = re.compile(r'^\s*[\[{].*"(?:name|tool_calls|arguments|tool)"\s*:', re.S)

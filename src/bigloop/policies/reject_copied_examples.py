@@ -20,7 +20,8 @@ class RejectCopiedExamples:
     value of at least `min_chars` characters that the tool's docs give as an example
     (after "e.g.", "for example", "such as", "like", "for instance" or "example") but the
     conversation never mentions is sent back to the model. A value the docs list as a
-    choice ("can be 'START' or 'STOP'") is a choice, not an example.
+    choice ("can be 'START' or 'STOP'") is a choice, not an example, and an argument set
+    to its own default (`list_files(pattern="**/*")`) is the call the tool makes anyway.
     """
 
     name: str = "reject_copied_examples"
@@ -37,6 +38,7 @@ class RejectCopiedExamples:
             if isinstance(value, str)
             and len(value) >= self.min_chars
             and value not in props.get(name, {}).get("enum", ())  # a choice, not an example
+            and value != props.get(name, {}).get("default")  # the call the tool makes anyway
             and _given_as_example(value, docs)
             and value.lower() not in evidence.said
         ]
