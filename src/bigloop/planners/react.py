@@ -56,12 +56,15 @@ def _asks_about(
         return False
     if refusal.reason == Reason.UNGROUNDED:
         return True
-    tool = ctx.tools.get(step.name)
-    required = tool.schema.get("required", []) if tool is not None else []
+    schema = tool.schema if (tool := ctx.tools.get(step.name)) is not None else {}
+    required, props = schema.get("required", []), schema.get("properties", {})
     return all(
         evidence.mentions(value)
         for name, value in (step.input or {}).items()
-        if name in required and name not in refusal.values and guessable(value)
+        if name in required
+        and name not in refusal.values
+        and guessable(value)
+        and "enum" not in props.get(name, {})  # a choice, as `Clarify` judges it
     )
 
 
