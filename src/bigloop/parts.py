@@ -118,6 +118,11 @@ PARTS: tuple[Part, ...] = (
         "planner_rule",
         "when a turn only repeats calls (or was told to settle), asks for the answer",
     ),
+    Part(
+        "use_quantities",
+        "planner_rule",
+        "sends back, once, an answer that repeats a result while a quantity went into no call",
+    ),
 )
 """Every policy, in the order the loop applies them within their kind."""
 
@@ -147,6 +152,7 @@ class PlannerRules:
     ask_after_refusal: bool = True
     ask_about: frozenset[Reason] = ASKED_ABOUT
     answer_from_results: bool = True
+    use_quantities: bool = True
     items: Callable[[str], list[str]] | None = listed_items
 
 
@@ -201,6 +207,7 @@ class Policies:
             ask_after_refusal="ask_after_refusal" not in off,
             ask_about=ASKED_ABOUT | _copied_asked(asks),
             answer_from_results="answer_from_results" not in off,
+            use_quantities="use_quantities" not in off,
             items=None if "listed_items" in off else listed_items,
         )
         return cls(
@@ -220,6 +227,7 @@ class Policies:
             ask_after_refusal=self.rules.ask_after_refusal,
             ask_about=self.rules.ask_about,
             answer_from_results=self.rules.answer_from_results,
+            use_quantities=self.rules.use_quantities,
         )
 
     def planner(self, name: str) -> Planner:
@@ -250,6 +258,7 @@ class Policies:
             "more_calls": rules.more_calls is not None,
             "ask_after_refusal": rules.ask_after_refusal,
             "answer_from_results": rules.answer_from_results,
+            "use_quantities": rules.use_quantities,
             "listed_items": rules.items is not None,
         }
         return names | {name for name, on in flags.items() if on}

@@ -170,3 +170,72 @@ def test_an_answer_from_memory_goes_back_once_to_use_the_tools() -> None:
     assert any("You answered 125 without using a tool" in m.content for m in result.messages)
     said = ScriptedModel([json.dumps({"answer": "2.5 times 62.5 is a product."})])
     assert Loop(said, [calculator]).run_sync("What is 2.5 times 62.5?").status == "ok"
+
+
+def _saving(*replies: dict[str, object]) -> ScriptedModel:
+    return ScriptedModel([json.dumps(r) for r in replies])
+
+
+def _calc(expression: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "calculator", "arguments": {"expression": expression}}]}
+
+
+SAVING = "If I save $350 every month, how much will I have saved after 3 years?"
+
+
+def test_an_answer_one_step_short_goes_back_once_to_use_the_quantity_left_out() -> None:
+    from bigloop import ReactPlanner
+    from bigloop.atoms.builtin import calculator
+
+    model = _saving(_calc("350 * 12"), {"answer": "4200"}, _calc("4200 * 3"), {"answer": "12600"})
+    result = Loop(model, [calculator]).run_sync(SAVING)
+    assert result.answer == "12600"
+    notes = [m.content for m in result.messages if m.origin == "loop"]
+    assert len(notes) == 1 and "no call used the 3 of my request" in notes[0]
+    # once: the model may keep its answer (the 3 was no quantity to use)
+    again = _saving(_calc("350 * 12"), {"answer": "4200"}, {"answer": "4200"})
+    assert Loop(again, [calculator]).run_sync(SAVING).answer == "4200"
+    # off: the short answer stands
+    short = _saving(_calc("350 * 12"), {"answer": "4200"})
+    off = Loop(short, [calculator], planner=ReactPlanner(use_quantities=False))
+    assert off.run_sync(SAVING).answer == "4200"
+
+
+def test_an_answer_that_used_every_quantity_passes_unchanged() -> None:
+    from bigloop.atoms.builtin import calculator
+
+    def run(task: str, *replies: dict[str, object], **kwargs: object) -> object:
+        result = Loop(_saving(*replies), [calculator]).run_sync(task, **kwargs)  # type: ignore[arg-type]
+        assert not [m for m in result.messages if m.origin == "loop"]
+        return result.answer
+
+    assert run(SAVING, _calc("350 * 12 * 3"), {"answer": "12600"}) == "12600"
+    vat = "A TV costs €640 before 19% VAT. What does it cost with VAT?"
+    assert run(vat, _calc("640 * 1.19"), {"answer": "761.6 €"}) == "761.6 €"
+    # the answer gives the quantity itself, or is no tool's result
+    assert run(SAVING, _calc("350 * 12"), {"answer": "4200 a year, 3 years"}) == (
+        "4200 a year, 3 years"
+    )
+    assert run(SAVING, _calc("350 * 36"), {"answer": "About twelve thousand"}) == (
+        "About twelve thousand"
+    )
+    # a conversation: an earlier turn's call used the quantity
+    first = Loop(_saving(_calc("350 * 3"), {"answer": "1050"}), [calculator]).run_sync(
+        "What is 350 times 3?"
+    )
+    history = first.messages
+    assert run(SAVING, _calc("1050 * 12"), {"answer": "12600"}, history=history) == "12600"
+
+
+def test_quantities_are_the_requests_amounts_not_dates_codes_or_precision() -> None:
+    from bigloop.policies.quantities import quantities, unused_quantity
+
+    assert quantities("Split a $1,250 bill among 8 people. Round to 2 decimals.") == [
+        (1250.0, False),
+        (8.0, False),
+    ]
+    assert quantities("Between 2024-01-15 and 2024-03-01 at 10:30, room B12, order #44") == []
+    assert quantities("640 before 19% VAT") == [(640.0, False), (19.0, True)]
+    for form in ("0.19", "1.19", "0.81", "19"):
+        assert unused_quantity("640 before 19% VAT", [f"640 * {form}"], ["x 5"], "5") is None
+    assert unused_quantity("640 before 19% VAT", ["640"], ["761.6"], "761.6") == 19.0

@@ -4,15 +4,17 @@ repeat until the model answers."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 
 from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
-from bigloop.atoms.models.prompts import ANSWER_NOW
+from bigloop.atoms.models.prompts import ANSWER_NOW, UNUSED_QUANTITY
 from bigloop.policies.base import Evidence, guessable
 from bigloop.policies.more_calls import MoreCalls
+from bigloop.policies.quantities import unused_quantity, written
 from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Reason, Step
 
@@ -91,6 +93,21 @@ def _unsupported(ctx: RunContext, answer: str) -> str | None:
     return next((n for n in _NUMBER.findall(answer) if not evidence.mentions(n)), None)
 
 
+def _left_out(ctx: RunContext, answer: str) -> float | None:
+    """A quantity of the request that no call of the conversation took, while `answer`
+    repeats a result of this run's successful calls (`unused_quantity`; None: none)."""
+    results = [s.output for s in ctx.steps if s.kind == "tool" and s.error is None]
+    if not results:
+        return None
+    calls = [
+        json.dumps(c.arguments, ensure_ascii=False)
+        for m in ctx.messages
+        if m.role == "assistant"
+        for c in m.tool_calls
+    ]
+    return unused_quantity(ctx.task, calls, [str(r) for r in results], answer)
+
+
 class ReactPlanner:
     """ReAct: a model turn, then its calls (several at once when independent), until an
     answer.
@@ -114,6 +131,9 @@ class ReactPlanner:
         answer_from_results: when a turn's calls only repeat earlier ones (their results
             are in the conversation), or a check told the model to settle, ask for the
             answer without offering tools.
+        use_quantities: send back, once, an answer that repeats a tool's result while a
+            quantity of the request went into no call (`policies.quantities`: the model
+            stopped one step short).
     """
 
     name = "react"
@@ -127,6 +147,7 @@ class ReactPlanner:
         ask_after_refusal: bool = True,
         ask_about: Collection[Reason] = ASKED_ABOUT,
         answer_from_results: bool = True,
+        use_quantities: bool = True,
     ) -> None:
         self.stop_after_calls = stop_after_calls
         self.check_answers = check_answers
@@ -134,6 +155,7 @@ class ReactPlanner:
         self.ask_after_refusal = ask_after_refusal
         self.ask_about = frozenset(ask_about)
         self.answer_from_results = answer_from_results
+        self.use_quantities = use_quantities
 
     def restore(self, ctx: RunContext) -> list[ToolCall]:
         """The calls the last model turn asked for that have no completed step (a run
@@ -147,7 +169,11 @@ class ReactPlanner:
 
     async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
         pending = self.restore(ctx)
-        turn = _State(checked=not self.check_answers, ask_after_refusal=self.ask_after_refusal)
+        turn = _State(
+            checked=not self.check_answers,
+            ask_after_refusal=self.ask_after_refusal,
+            quantities_checked=not self.use_quantities,
+        )
         while True:
             if pending:
                 made: list[Step] = []
@@ -221,6 +247,9 @@ class ReactPlanner:
                 f"You answered {number} without using a tool, and the request does not "
                 "say it. Call the tool that computes or looks it up, then answer."
             )
+        elif not turn.quantities_checked and (value := _left_out(ctx, text)) is not None:
+            turn.quantities_checked = True
+            ctx.repair(UNUSED_QUANTITY.format(value=written(value)))
         elif (
             turn.ask_after_refusal and (refused := _refused_guess(ctx, self.ask_about)) is not None
         ):
@@ -240,6 +269,7 @@ class _State:
 
     checked: bool
     ask_after_refusal: bool
+    quantities_checked: bool
     answer_only: bool = False
     last_malformed: str | None = None  # a repeat after its correction ends the run
     fragments: int = 0  # answers that were a call: retried with the tools, then without

@@ -35,7 +35,7 @@ class HonourPrecision:
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "zero": 0}
 
 
-_PLACES = re.compile(
+PLACES = re.compile(
     r"\b(\d|one|two|three|four|five|six|zero)\s+(?:decimal|decimal places?|decimals|"
     r"digits? after the (?:decimal )?point|places)\b"
 )
@@ -54,7 +54,7 @@ def asked_places(task: str) -> int | None:
     """The decimal places a request asks for ("round to two decimals" → 2, "to the cent"
     → 2, "nearest whole degree" → 0), or None when it asks for none."""
     text = task.lower()
-    if m := _PLACES.search(text):
+    if m := PLACES.search(text):
         word = m.group(1)
         return int(word) if word.isdigit() else _WORDS[word]
     if "round" not in text and "nearest" not in text and "to the cent" not in text:

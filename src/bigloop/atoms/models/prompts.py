@@ -33,6 +33,12 @@ the user's own words, although the loop writes the note)."""
 
 ANSWER_NOW = "Using the results above, answer my request now: {task}"
 
+UNUSED_QUANTITY = (
+    "Your answer repeats a tool's result, but no call used the {value} of my request."
+    " If the answer depends on {value}, call a tool with it now; if not, answer again."
+)
+"""The planner rule `use_quantities` (`policies.quantities`): an answer one step short."""
+
 DEMOS_HEADER = """\
 Examples of requests and the replies that solved them (their tools may differ from \
 yours; take values only from the request you are given):"""

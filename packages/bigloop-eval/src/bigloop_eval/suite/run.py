@@ -70,6 +70,9 @@ class Result:
     generated: list[list[int]] = field(default_factory=list)
     """Per model turn, [tokens generated, tokens its kept calls or answer take]
     (the second is 0 when the model cannot count tokens)."""
+    notes: list[list[str]] = field(default_factory=list)
+    """[the reply before it, the note] per note the loop wrote to the model (a correction,
+    an answer sent back), to read which rule acted and on what."""
 
     @property
     def tokens(self) -> int:
@@ -222,7 +225,20 @@ def _task_result(
         ],
         error=run.error,
         trace=_trace_rows(run.steps),
+        notes=_notes(run),
     )
+
+
+def _notes(run: RunResult) -> list[list[str]]:
+    """[the reply before it, the note] per message the loop wrote to the model."""
+    before, out = "", []
+    for m in run.messages:
+        if m.origin == "loop" and m.role == "user":
+            out.append([before[:300], m.content[:300]])
+        elif m.role == "assistant":
+            calls = (f"{c.name}({json.dumps(c.arguments)})" for c in m.tool_calls)
+            before = m.content or ", ".join(calls)
+    return out
 
 
 def _trace_rows(steps: list[Step]) -> list[list[object]]:
