@@ -44,6 +44,11 @@ def test_train_resume_export_and_serve_an_adapter(tmp_path: Path) -> None:
     assert seen == [1, 2, 3, 4]  # resumed after example 2 of 4 (2 turns x 2 epochs)
     assert trained.steps == 4 and trained.tokens > 0 and len(trained.losses) == 4
     assert not (tmp_path / "checkpoint").exists()
+    again = train_adapter(  # finished: a rerun (the optimizer killed after training) is done
+        turns, default_model_path(), tmp_path, settings, lambda *a: seen.append(a[0])
+    )
+    assert seen == [1, 2, 3, 4] and again.losses == trained.losses
+    assert again.adapter == trained.adapter and again.tokens == trained.tokens
     lora = to_gguf(trained.adapter, default_model_path(), tmp_path / "adapter.gguf")
     model = LocalModel(lora=lora, prefix_cache=False)
     assert model.name.endswith("+ adapter.gguf")

@@ -4,7 +4,8 @@ transformers reads the GGUF (dequantizing it with the `gguf` package), peft adds
 matrices to every attention and MLP projection, and only the reply's tokens are learnt
 (the prompt is context). One example per step, a fixed seed, bf16 where the CPU (or GPU)
 has it. A checkpoint is written every `save_every` examples: a killed run started again
-with the same turns and settings resumes after the last one.
+with the same turns and settings resumes after the last one; one started again after
+training ended returns the finished run's record (`trained.json` beside the adapter).
 """
 
 from __future__ import annotations
@@ -101,9 +102,29 @@ def train_adapter(
         UserError: the training extra is missing, or no turn fits `max_tokens`.
     """
     settings = settings or LoraSettings()
+    if (done := _finished(folder, _key(turns, base, settings))) is not None:
+        return done
     with warnings.catch_warnings():  # the libraries' deprecation and GGUF notes
         warnings.simplefilter("ignore")
         return _train(turns, base, folder, settings, progress)
+
+
+_RECORD = "trained.json"
+"""In the adapter's folder: the key it was trained for and its `Trained` record."""
+
+
+def _finished(folder: Path, key: str) -> Trained | None:
+    """The record of a finished run in `folder` for the same `key` (the same turns, base
+    and settings): a rerun after training ended (the optimizer killed while scoring the
+    adapter) does not train again. None: no such run."""
+    record = folder / "adapter" / _RECORD
+    try:
+        data = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.pop("key", None) != key:
+        return None
+    return Trained(**{**data, "adapter": folder / "adapter"})
 
 
 def _train(
@@ -134,8 +155,7 @@ def _train(
             progress(i + 1, len(order), tokens, losses[-1], time.perf_counter() - start)
     adapter = folder / "adapter"
     model.save_pretrained(adapter)
-    shutil.rmtree(folder / "checkpoint", ignore_errors=True)
-    return Trained(
+    trained = Trained(
         adapter=adapter,
         examples=len(fits),
         skipped=len(turns) - len(fits),
@@ -146,6 +166,10 @@ def _train(
         dtype=str(dtype).removeprefix("torch."),
         losses=losses,
     )
+    record = {**asdict(trained), "adapter": str(adapter), "key": key}
+    (adapter / _RECORD).write_text(json.dumps(record))
+    shutil.rmtree(folder / "checkpoint", ignore_errors=True)
+    return trained
 
 
 def _load(base: Path, settings: LoraSettings) -> tuple[Any, Any, Any, str, Any]:
