@@ -239,3 +239,22 @@ def test_quantities_are_the_requests_amounts_not_dates_codes_or_precision() -> N
     for form in ("0.19", "1.19", "0.81", "19"):
         assert unused_quantity("640 before 19% VAT", [f"640 * {form}"], ["x 5"], "5") is None
     assert unused_quantity("640 before 19% VAT", ["640"], ["761.6"], "761.6") == 19.0
+
+
+def test_a_number_inside_a_larger_one_or_a_calculation_left_undone_is_no_answer() -> None:
+    from bigloop.atoms.builtin import calculator
+
+    def notes(task: str, answer: str) -> list[str]:
+        model = _saving({"answer": answer}, _calc("2480 / 8"), {"answer": "310"})
+        result = Loop(model, [calculator]).run_sync(task)
+        assert result.answer == "310"
+        return [m.content for m in result.messages if m.origin == "loop"]
+
+    bill = "Split a $2,480 bill evenly among 8 people."
+    assert "You answered 248 without using a tool" in notes(bill, "248")[0]  # not in 2,480
+    assert "You answered 2,480 / 8 without" in notes(bill, "2,480 / 8")[0]
+    # a number the request gives whole, or a date, is no answer from memory
+    said = Loop(_saving({"answer": "2,480 for 8 people"}), [calculator]).run_sync(bill)
+    assert said.answer == "2,480 for 8 people"
+    day = Loop(_saving({"answer": "2024-06-13"}), [calculator]).run_sync("Is 2024-06-13 a date?")
+    assert day.answer == "2024-06-13"

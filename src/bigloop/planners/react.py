@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
-from bigloop.atoms.models.prompts import ANSWER_NOW, UNUSED_QUANTITY
+from bigloop.atoms.models.prompts import ANSWER_NOW, FROM_MEMORY, UNUSED_QUANTITY
 from bigloop.policies.base import Evidence, guessable
 from bigloop.policies.more_calls import MoreCalls
 from bigloop.policies.quantities import unused_quantity, written
@@ -85,12 +85,30 @@ def call_fragment(text: str, tools: Collection[str]) -> bool:
 
 
 def _unsupported(ctx: RunContext, answer: str) -> str | None:
-    """A number of `answer` that neither the request nor a tool result gave, when no tool
-    call has succeeded in the run (None: the answer is supported, or tools were used)."""
+    """What of `answer` no tool computed, when no tool call has succeeded (None: the answer
+    is supported, or tools were used): the answer itself when it is a calculation left
+    unevaluated ("120 - (120 * 25 / 100)"), else a number that neither the request nor a
+    tool result gave as a whole number (125 is not given by "$1,250")."""
     if any(s.kind == "tool" and s.error is None for s in ctx.steps):
         return None
-    evidence = ctx.evidence()
-    return next((n for n in _NUMBER.findall(answer) if not evidence.mentions(n)), None)
+    if _CALCULATION.fullmatch(answer.strip()):
+        return answer.strip()
+    text = ctx.evidence().text
+    return next((n for n in _NUMBER.findall(answer) if not _given(n, text)), None)
+
+
+_CALCULATION = re.compile(
+    r"[\d.,\s()]*\d[\d.,\s()]*(?:(?:[+*/×÷^]|\s-|-\s)[\d.,\s()]*\d[\d.,\s()]*)+"
+)
+"""An answer that is only arithmetic: numbers joined by operators (a minus sign with a
+space beside it: 2024-06-13 is a date)."""
+
+
+def _given(number: str, text: str) -> bool:
+    """Whether `number` ("1,250" written either way) occurs in `text` as a whole number,
+    not as a part of a longer one."""
+    plain = re.escape(number.replace(",", ""))
+    return re.search(rf"(?<![\d.]){plain}(?!\d|[.,]\d)", text.replace(",", "")) is not None
 
 
 def _left_out(ctx: RunContext, answer: str) -> float | None:
@@ -243,10 +261,7 @@ class ReactPlanner:
                 turn.answer_only = True
         elif not turn.checked and ctx.specs and (number := _unsupported(ctx, text)):
             turn.checked = True
-            ctx.repair(
-                f"You answered {number} without using a tool, and the request does not "
-                "say it. Call the tool that computes or looks it up, then answer."
-            )
+            ctx.repair(FROM_MEMORY.format(number=number))
         elif not turn.quantities_checked and (value := _left_out(ctx, text)) is not None:
             turn.quantities_checked = True
             ctx.repair(UNUSED_QUANTITY.format(value=written(value)))

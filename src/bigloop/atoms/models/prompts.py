@@ -33,6 +33,13 @@ the user's own words, although the loop writes the note)."""
 
 ANSWER_NOW = "Using the results above, answer my request now: {task}"
 
+FROM_MEMORY = (
+    "You answered {number} without using a tool, and the request does not say it. Call the "
+    "tool that computes or looks it up, then answer."
+)
+"""The planner rule `check_answers`: an answer from memory (a number no tool gave, or a
+calculation left unevaluated)."""
+
 UNUSED_QUANTITY = (
     "Your answer repeats a tool's result, but no call used the {value} of my request."
     " If the answer depends on {value}, call a tool with it now; if not, answer again."
