@@ -191,7 +191,7 @@ def test_an_answer_one_step_short_goes_back_once_to_use_the_quantity_left_out() 
     result = Loop(model, [calculator]).run_sync(SAVING)
     assert result.answer == "12600"
     notes = [m.content for m in result.messages if m.origin == "loop"]
-    assert len(notes) == 1 and "no call used the 3 of my request" in notes[0]
+    assert len(notes) == 1 and "also gives 3, which no call has used" in notes[0]
     # once: the model may keep its answer (the 3 was no quantity to use)
     again = _saving(_calc("350 * 12"), {"answer": "4200"}, {"answer": "4200"})
     assert Loop(again, [calculator]).run_sync(SAVING).answer == "4200"

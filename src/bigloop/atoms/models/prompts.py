@@ -41,8 +41,8 @@ FROM_MEMORY = (
 calculation left unevaluated)."""
 
 UNUSED_QUANTITY = (
-    "Your answer repeats a tool's result, but no call used the {value} of my request."
-    " If the answer depends on {value}, call a tool with it now; if not, answer again."
+    "Your answer repeats a tool's result, but my request also gives {value}, which no call "
+    "has used yet. Call a tool that uses {value} to finish my request."
 )
 """The planner rule `use_quantities` (`policies.quantities`): an answer one step short."""
 
