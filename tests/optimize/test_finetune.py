@@ -53,6 +53,15 @@ def test_a_recorded_turn_is_the_prompt_the_loop_sent_and_the_target_reply() -> N
     assert first.request == "What is 2 + 3?"
 
 
+def test_a_call_to_a_tool_the_loop_did_not_offer_is_never_taught() -> None:
+    call = ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3})
+    targets = [ModelResponse(tool_calls=[call]), ModelResponse(text="5")]
+    recorder = Recorder(targets, source="s", family="f")
+    # a request about nothing the tool does: the relevance gate offers no tools
+    Loop(recorder, [add]).run_sync("Tell me about the history of the famous Roman emperors")
+    assert recorder.turns == [] and recorder.unoffered == "add"
+
+
 def test_turns_round_trip_and_a_bad_file_is_a_clear_error(tmp_path: Path) -> None:
     turns = [Turn(chat=[{"role": "user", "content": "hi"}], reply="{}", source="a", family="b")]
     digest = save_turns(turns, tmp_path / "t.jsonl")

@@ -70,13 +70,19 @@ def turn_from(
 
 class Recorder:
     """A chat model that answers with `targets` in order and records each prompt as a
-    `Turn`; past the last target it answers "" (the run ends without an answer)."""
+    `Turn`; past the last target it answers "" (the run ends without an answer).
+
+    A target that calls a tool the loop did not offer at its turn (a tool selector left
+    it out) ends the recording there: a turn that teaches a call to a tool its prompt
+    never showed would teach the model to invent tools. `unoffered` then names the tool.
+    """
 
     def __init__(self, targets: Iterable[ModelResponse], *, source: str, family: str) -> None:
         self._targets = list(targets)
         self._source = source
         self._family = family
         self.turns: list[Turn] = []
+        self.unoffered: str | None = None
 
     @property
     def name(self) -> str:
@@ -89,9 +95,13 @@ class Recorder:
     async def chat(
         self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings | None = None
     ) -> ModelResponse:
-        if len(self.turns) >= len(self._targets):
+        if len(self.turns) >= len(self._targets) or self.unoffered is not None:
             return ModelResponse(text="", usage=Usage())
         target = self._targets[len(self.turns)]
+        offered = {t.name for t in tools}
+        if missing := next((c.name for c in target.tool_calls if c.name not in offered), None):
+            self.unoffered = missing
+            return ModelResponse(text="", usage=Usage())
         self.turns.append(
             turn_from(messages, tools, target, source=self._source, family=self._family)
         )
