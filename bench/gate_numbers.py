@@ -13,24 +13,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bigloop_eval.bfcl_data import load_cases
+from bigloop_eval.bfcl_data import SINGLE_TURN, load_cases
 from bigloop_eval.suite import split
 
 from bigloop import Tool, ToolSpec
 from bigloop.policies import RelevanceGate
 
-CATEGORIES = (
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "irrelevance",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-    "live_irrelevance",
-)
+CATEGORIES = [
+    c
+    for c in SINGLE_TURN
+    if c.startswith(("simple_python", "multiple", "parallel", "irrelevance", "live_"))
+    and c != "live_relevance"
+]
 
 
 def main() -> None:

@@ -17,17 +17,9 @@ import statistics
 import sys
 from pathlib import Path
 
-CATEGORIES = (
-    "arithmetic",
-    "units",
-    "dates",
-    "sql",
-    "files",
-    "multistep",
-    "custom_tools",
-    "no_tool",
-    "missing_value",
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bigloop_eval.suite import CATEGORIES
 
 
 def rows(path: str) -> dict[str, dict[str, object]]:
