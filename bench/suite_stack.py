@@ -37,6 +37,8 @@ def main(argv: list[str]) -> None:
         variants.append((name, got))
     print(f"`python bench/suite_stack.py {' '.join(argv)}`\n")
     for split in ("dev", "test"):
+        if not any(r["split"] == split for _, got in variants for r in got.values()):
+            continue
         print(f"\n### {split}\n")
         print("| variant | " + " | ".join(CATEGORIES) + " | all | false asks | s/task |")
         print("|---|" + "---|" * (len(CATEGORIES) + 3))
