@@ -14,7 +14,7 @@ from bigloop.atoms.models.base import Message, ToolCall
 from bigloop.atoms.models.prompts import ANSWER_NOW, FROM_MEMORY, UNUSED_QUANTITY
 from bigloop.policies.base import Evidence, guessable
 from bigloop.policies.more_calls import MoreCalls
-from bigloop.policies.quantities import unused_quantity, written
+from bigloop.policies.quantities import numbers, unused_quantity, written
 from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Reason, Step
 
@@ -107,8 +107,7 @@ space beside it: 2024-06-13 is a date)."""
 def _given(number: str, text: str) -> bool:
     """Whether `number` ("1,250" written either way) occurs in `text` as a whole number,
     not as a part of a longer one."""
-    plain = re.escape(number.replace(",", ""))
-    return re.search(rf"(?<![\d.]){plain}(?!\d|[.,]\d)", text.replace(",", "")) is not None
+    return float(number.replace(",", "")) in numbers([text.replace(",", "")])
 
 
 def _left_out(ctx: RunContext, answer: str) -> float | None:

@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass
 
 from bigloop.atoms.models.base import ToolSpec
+from bigloop.policies.quantities import quantities
 from bigloop.policies.select import terms, tool_text
 
-_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 _ARITHMETIC = re.compile(r"\b(?:arithmetic|math(?:ematical)?)\b")
 
 
@@ -50,7 +50,7 @@ class RelevanceGate:
         wanted = {t for t in terms(task) if not t.isdigit()}
         if len(wanted) < self.min_terms:
             return specs
-        if len(_NUMBER.findall(task)) >= self.min_numbers and any(map(computes, specs)):
+        if len(quantities(task)) >= self.min_numbers and any(map(computes, specs)):
             return specs
         vocabulary = {
             t

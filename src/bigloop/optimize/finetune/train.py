@@ -102,11 +102,12 @@ def train_adapter(
         UserError: the training extra is missing, or no turn fits `max_tokens`.
     """
     settings = settings or LoraSettings()
-    if (done := _finished(folder, _key(turns, base, settings))) is not None:
+    key = _key(turns, base, settings)
+    if (done := _finished(folder, key)) is not None:
         return done
     with warnings.catch_warnings():  # the libraries' deprecation and GGUF notes
         warnings.simplefilter("ignore")
-        return _train(turns, base, folder, settings, progress)
+        return _train(turns, base, folder, settings, key, progress)
 
 
 _RECORD = "trained.json"
@@ -128,7 +129,12 @@ def _finished(folder: Path, key: str) -> Trained | None:
 
 
 def _train(
-    turns: list[Turn], base: Path, folder: Path, settings: LoraSettings, progress: Progress | None
+    turns: list[Turn],
+    base: Path,
+    folder: Path,
+    settings: LoraSettings,
+    key: str,
+    progress: Progress | None,
 ) -> Trained:
     torch, model, tokenizer, device, dtype = _load(base, settings)
     encoded = [e for t in turns if (e := _encode(tokenizer, t)) is not None]
@@ -136,7 +142,6 @@ def _train(
     if not fits:
         raise UserError(f"No training turn fits in {settings.max_tokens} tokens.")
     order = _order(len(fits), settings)
-    key = _key(turns, base, settings)
     done, optimizer, losses = _resume(torch, model, folder, key, settings, len(order))
     tokens, start = 0, time.perf_counter()
     model.train()
