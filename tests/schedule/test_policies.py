@@ -258,3 +258,10 @@ def test_a_number_inside_a_larger_one_or_a_calculation_left_undone_is_no_answer(
     assert said.answer == "2,480 for 8 people"
     day = Loop(_saving({"answer": "2024-06-13"}), [calculator]).run_sync("Is 2024-06-13 a date?")
     assert day.answer == "2024-06-13"
+
+
+def test_an_answer_quoting_an_address_from_a_tool_error_is_judged_without_failing() -> None:
+    from bigloop.planners.react import _given
+
+    assert _given("127.0.0.1", "error: the agent at http://127.0.0.1:45397/ is gone")
+    assert not _given("10.0.0.1", "error: the agent at http://127.0.0.1:45397/ is gone")

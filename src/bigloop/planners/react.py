@@ -105,9 +105,10 @@ space beside it: 2024-06-13 is a date)."""
 
 
 def _given(number: str, text: str) -> bool:
-    """Whether `number` ("1,250" written either way) occurs in `text` as a whole number,
-    not as a part of a longer one."""
-    return float(number.replace(",", "")) in numbers([text.replace(",", "")])
+    """Whether `number` ("1,250" written either way; a version or an address such as
+    127.0.0.1 part by part) occurs in `text` as a whole number, not as a part of a longer
+    one."""
+    return numbers([number.replace(",", "")]) <= numbers([text.replace(",", "")])
 
 
 def _left_out(ctx: RunContext, answer: str) -> float | None:
