@@ -66,6 +66,21 @@ def test_file_tools_stay_inside_their_folder(tmp_path: Path) -> None:
         file_tools(tmp_path / "missing")
 
 
+def test_file_tools_say_what_the_folder_holds(tmp_path: Path) -> None:
+    """A request about "my recipes" must find the tool that lists them (the relevance
+    gate and the model read the same docs)."""
+    assert file_tools(tmp_path)[2].description.endswith("The workspace folder is empty.")
+    for name in ("recipes", "notes", ".git"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "todo.txt").write_text("milk\n")
+    assert file_tools(tmp_path)[2].description.endswith(
+        "The workspace folder holds notes/, recipes/, todo.txt."
+    )
+    for k in range(20):
+        (tmp_path / f"f{k:02}.txt").write_text("")
+    assert file_tools(tmp_path)[2].description.endswith("f11.txt and 11 more.")
+
+
 def test_sqlite_tools_are_read_only(tmp_path: Path) -> None:
     path = tmp_path / "shop.db"
     with sqlite3.connect(path) as db:

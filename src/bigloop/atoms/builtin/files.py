@@ -122,7 +122,26 @@ def file_tools(root: str | Path) -> list[Tool]:
         """
         return _search(base, text.lower())
 
+    list_files.description = f"{list_files.description} {holds(base)}"
     return [read_file, search_files, list_files]
+
+
+def holds(base: Path, most: int = 12) -> str:
+    """What the folder holds at its top, for the tools' docs: "The workspace folder holds
+    data/, notes/, todo.txt." (folders with a slash, hidden entries left out, the first
+    `most` by name), so a request about "my recipes" finds the tool that reads them."""
+    try:
+        entries = sorted(
+            e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
+            for e in os.scandir(base)
+            if not e.name.startswith(".")
+        )
+    except OSError:
+        return ""
+    if not entries:
+        return "The workspace folder is empty."
+    more = f" and {len(entries) - most} more" if len(entries) > most else ""
+    return f"The workspace folder holds {', '.join(entries[:most])}{more}."
 
 
 def _list(base: Path, parts: tuple[str, ...]) -> list[str]:
