@@ -265,3 +265,37 @@ def test_an_answer_quoting_an_address_from_a_tool_error_is_judged_without_failin
 
     assert _given("127.0.0.1", "error: the agent at http://127.0.0.1:45397/ is gone")
     assert not _given("10.0.0.1", "error: the agent at http://127.0.0.1:45397/ is gone")
+
+
+def test_a_sum_left_unevaluated_after_a_lookup_goes_back_once_when_a_tool_computes() -> None:
+    from bigloop import tool
+    from bigloop.atoms.builtin import calculator
+
+    @tool
+    def prices() -> list[float]:
+        """The prices on my shopping list."""
+        return [1.5, 2.25]
+
+    look = {"tool_calls": [{"name": "prices", "arguments": {}}]}
+    task = "What do the things on my shopping list cost in total?"
+
+    def run(tools: list[object], *replies: dict[str, object]) -> tuple[object, list[str]]:
+        result = Loop(_saving(look, *replies), tools).run_sync(task)  # type: ignore[arg-type]
+        return result.answer, [m.content for m in result.messages if m.origin == "loop"]
+
+    answer, notes = run(
+        [prices, calculator], {"answer": "1.5 + 2.25"}, _calc("1.5 + 2.25"), {"answer": "3.75"}
+    )
+    assert answer == "3.75"
+    assert notes == [
+        "Your answer is a calculation left unevaluated: 1.5 + 2.25. Call the tool that "
+        "computes it, then answer with the result."
+    ]
+    # once; and without a tool that computes, the answer stands
+    assert run([prices, calculator], {"answer": "1.5 + 2.25"}, {"answer": "1.5 + 2.25"})[0] == (
+        "1.5 + 2.25"
+    )
+    assert run([prices], {"answer": "1.5 + 2.25"}) == ("1.5 + 2.25", [])
+    # an answer in words, or a date, after the lookup passes unchanged
+    assert run([prices, calculator], {"answer": "3.75 in all"}) == ("3.75 in all", [])
+    assert run([prices, calculator], {"answer": "2024-06-13"}) == ("2024-06-13", [])

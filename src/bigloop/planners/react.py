@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall
-from bigloop.atoms.models.prompts import ANSWER_NOW, FROM_MEMORY, UNUSED_QUANTITY
+from bigloop.atoms.models.prompts import ANSWER_NOW, FROM_MEMORY, UNEVALUATED, UNUSED_QUANTITY
 from bigloop.policies.base import Evidence, guessable
 from bigloop.policies.more_calls import MoreCalls
 from bigloop.policies.quantities import numbers, unused_quantity, written
+from bigloop.policies.relevance_gate import computes
 from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Reason, Step
 
@@ -97,6 +98,18 @@ def _unsupported(ctx: RunContext, answer: str) -> str | None:
     return next((n for n in _NUMBER.findall(answer) if not _given(n, text)), None)
 
 
+def _unevaluated(ctx: RunContext, answer: str) -> str | None:
+    """The answer, shortened, when it is a calculation left unevaluated although a tool
+    call has succeeded and an offered tool computes arithmetic (`relevance_gate.computes`);
+    else None (`_unsupported` covers runs without a successful call)."""
+    text = answer.strip()
+    if not _CALCULATION.fullmatch(text) or not any(map(computes, ctx.specs)):
+        return None
+    if not any(s.kind == "tool" and s.error is None for s in ctx.steps):
+        return None
+    return text if len(text) <= 60 else text[:57].rstrip() + "..."
+
+
 _CALCULATION = re.compile(
     r"[\d.,\s()]*\d[\d.,\s()]*(?:(?:[+*/×÷^]|\s-|-\s)[\d.,\s()]*\d[\d.,\s()]*)+"
 )
@@ -136,7 +149,8 @@ class ReactPlanner:
             with invalid calls are still corrected first.
         check_answers: send back, once, an answer that gives a number no tool returned
             and the request never said, while tools were offered and none was used (small
-            models answer arithmetic from memory, wrongly).
+            models answer arithmetic from memory, wrongly), and an answer that is a
+            calculation left unevaluated while a tool that computes is offered.
         more_calls: extend a turn's calls while each new one covers another item the
             request names (`MoreCalls`; models that can continue their reply); None: off.
         ask_after_refusal: when the model answers after a call of its was refused for a
@@ -262,6 +276,9 @@ class ReactPlanner:
         elif not turn.checked and ctx.specs and (number := _unsupported(ctx, text)):
             turn.checked = True
             ctx.repair(FROM_MEMORY.format(number=number))
+        elif not turn.checked and (expression := _unevaluated(ctx, text)):
+            turn.checked = True
+            ctx.repair(UNEVALUATED.format(expression=expression))
         elif not turn.quantities_checked and (value := _left_out(ctx, text)) is not None:
             turn.quantities_checked = True
             ctx.repair(UNUSED_QUANTITY.format(value=written(value)))

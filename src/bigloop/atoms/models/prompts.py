@@ -40,6 +40,13 @@ FROM_MEMORY = (
 """The planner rule `check_answers`: an answer from memory (a number no tool gave, or a
 calculation left unevaluated)."""
 
+UNEVALUATED = (
+    "Your answer is a calculation left unevaluated: {expression}. Call the tool that "
+    "computes it, then answer with the result."
+)
+"""The planner rule `check_answers`: an answer that is bare arithmetic after tools were
+used (a sum of the values a file gave, not the sum)."""
+
 UNUSED_QUANTITY = (
     "Your answer repeats a tool's result, but my request also gives {value}, which no call "
     "has used yet. Call a tool that uses {value} to finish my request."
