@@ -288,8 +288,8 @@ def test_a_sum_left_unevaluated_after_a_lookup_goes_back_once_when_a_tool_comput
     )
     assert answer == "3.75"
     assert notes == [
-        "Your answer is a calculation left unevaluated: 1.5 + 2.25. Call the tool that "
-        "computes it, then answer with the result."
+        "Your answer is a calculation left unevaluated. Call the tool that computes it, then "
+        "answer with the result."
     ]
     # once; and without a tool that computes, the answer stands
     assert run([prices, calculator], {"answer": "1.5 + 2.25"}, {"answer": "1.5 + 2.25"})[0] == (

@@ -98,16 +98,14 @@ def _unsupported(ctx: RunContext, answer: str) -> str | None:
     return next((n for n in _NUMBER.findall(answer) if not _given(n, text)), None)
 
 
-def _unevaluated(ctx: RunContext, answer: str) -> str | None:
-    """The answer, shortened, when it is a calculation left unevaluated although a tool
-    call has succeeded and an offered tool computes arithmetic (`relevance_gate.computes`);
-    else None (`_unsupported` covers runs without a successful call)."""
-    text = answer.strip()
-    if not _CALCULATION.fullmatch(text) or not any(map(computes, ctx.specs)):
-        return None
-    if not any(s.kind == "tool" and s.error is None for s in ctx.steps):
-        return None
-    return text if len(text) <= 60 else text[:57].rstrip() + "..."
+def _unevaluated(ctx: RunContext, answer: str) -> bool:
+    """Whether the answer is a calculation left unevaluated although a tool call has
+    succeeded and an offered tool computes arithmetic (`relevance_gate.computes`;
+    `_unsupported` covers runs without a successful call). The note does not quote it: a
+    shortened copy would be copied back."""
+    if not _CALCULATION.fullmatch(answer.strip()) or not any(map(computes, ctx.specs)):
+        return False
+    return any(s.kind == "tool" and s.error is None for s in ctx.steps)
 
 
 _CALCULATION = re.compile(
@@ -276,9 +274,9 @@ class ReactPlanner:
         elif not turn.checked and ctx.specs and (number := _unsupported(ctx, text)):
             turn.checked = True
             ctx.repair(FROM_MEMORY.format(number=number))
-        elif not turn.checked and (expression := _unevaluated(ctx, text)):
+        elif not turn.checked and _unevaluated(ctx, text):
             turn.checked = True
-            ctx.repair(UNEVALUATED.format(expression=expression))
+            ctx.repair(UNEVALUATED)
         elif not turn.quantities_checked and (value := _left_out(ctx, text)) is not None:
             turn.quantities_checked = True
             ctx.repair(UNUSED_QUANTITY.format(value=written(value)))

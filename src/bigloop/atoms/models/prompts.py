@@ -41,8 +41,8 @@ FROM_MEMORY = (
 calculation left unevaluated)."""
 
 UNEVALUATED = (
-    "Your answer is a calculation left unevaluated: {expression}. Call the tool that "
-    "computes it, then answer with the result."
+    "Your answer is a calculation left unevaluated. Call the tool that computes it, then "
+    "answer with the result."
 )
 """The planner rule `check_answers`: an answer that is bare arithmetic after tools were
 used (a sum of the values a file gave, not the sum)."""
