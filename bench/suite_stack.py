@@ -44,6 +44,8 @@ def main(argv: list[str]) -> None:
         print("|---|" + "---|" * (len(CATEGORIES) + 3))
         for name, got in variants:
             mine = [r for r in got.values() if r["split"] == split]
+            if not mine:  # a variant run on the other split only
+                continue
             cells = []
             for c in CATEGORIES:
                 cat = [r for r in mine if r["category"] == c]
@@ -58,7 +60,7 @@ def main(argv: list[str]) -> None:
             )
     first, last = variants[0][1], variants[-1][1]
     print("\nTasks that differ between the first and the last variant:\n")
-    for i in sorted(first):
+    for i in sorted(first.keys() & last.keys()):
         a, b = first[i], last[i]
         if a["passed"] != b["passed"]:
             now = "right" if b["passed"] else "wrong"
