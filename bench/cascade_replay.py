@@ -14,10 +14,13 @@ got wrong and the strong one right (the most any signal can win). Test split onl
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.suite_stack import stacked
 
 Row = dict[str, object]
 SIGNALS: dict[str, Callable[[Row], bool]] = {
@@ -29,15 +32,8 @@ SIGNALS: dict[str, Callable[[Row], bool]] = {
 }
 
 
-def rows(spec: str) -> dict[str, Row]:
-    got: dict[str, Row] = {}
-    for path in spec.split("+"):
-        got |= {r["id"]: r for r in map(json.loads, Path(path).read_text().splitlines())}
-    return got
-
-
 def main(cheap_spec: str, strong_spec: str) -> None:
-    cheap, strong = rows(cheap_spec), rows(strong_spec)
+    cheap, strong = stacked(cheap_spec), stacked(strong_spec)
     ids = [k for k, r in strong.items() if r["split"] == "test" and k in cheap]
     strong_s = sum(float(strong[k]["seconds"]) for k in ids)  # type: ignore[arg-type]
     signals = dict(SIGNALS)

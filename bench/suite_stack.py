@@ -26,15 +26,20 @@ def rows(path: str) -> dict[str, dict[str, object]]:
     return {r["id"]: r for r in map(json.loads, Path(path).read_text().splitlines())}
 
 
+def stacked(paths: str) -> dict[str, dict[str, object]]:
+    """The rows of "FULL.jsonl[+PATCH.jsonl...]": each patch's rows in place of the ones
+    before it."""
+    got: dict[str, dict[str, object]] = {}
+    for path in paths.split("+"):
+        got |= rows(path)
+    return got
+
+
 def main(argv: list[str]) -> None:
     variants: list[tuple[str, dict[str, dict[str, object]]]] = []
     for arg in argv:
         name, _, paths = arg.partition("=")
-        full, *patches = paths.split("+")
-        got = rows(full)
-        for patch in patches:
-            got |= rows(patch)
-        variants.append((name, got))
+        variants.append((name, stacked(paths)))
     print(f"`python bench/suite_stack.py {' '.join(argv)}`\n")
     for split in ("dev", "test"):
         if not any(r["split"] == split for _, got in variants for r in got.values()):

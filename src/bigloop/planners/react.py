@@ -90,7 +90,7 @@ def _unsupported(ctx: RunContext, answer: str) -> str | None:
     is supported, or tools were used): the answer itself when it is a calculation left
     unevaluated ("120 - (120 * 25 / 100)"), else a number that neither the request nor a
     tool result gave as a whole number (125 is not given by "$1,250")."""
-    if any(s.kind == "tool" and s.error is None for s in ctx.steps):
+    if _looked_up(ctx):
         return None
     if _CALCULATION.fullmatch(answer.strip()):
         return answer.strip()
@@ -105,6 +105,11 @@ def _unevaluated(ctx: RunContext, answer: str) -> bool:
     shortened copy would be copied back."""
     if not _CALCULATION.fullmatch(answer.strip()) or not any(map(computes, ctx.specs)):
         return False
+    return _looked_up(ctx)
+
+
+def _looked_up(ctx: RunContext) -> bool:
+    """Whether a tool call of this run has succeeded."""
     return any(s.kind == "tool" and s.error is None for s in ctx.steps)
 
 
