@@ -373,7 +373,7 @@ def test_data_is_opt_in_and_refused_with_workers(tmp_path: Path) -> None:
     from bigloop.cli.optimize import _checked
 
     assert STEPS == ("policies", "demos", "instructions", "tool_docs")
-    assert set(ALL_STEPS) == {*STEPS, "data", "finetune", "tools", "workflow"}
+    assert set(ALL_STEPS) == {*STEPS, "data", "finetune", "prefer", "tools", "workflow"}
     out = tmp_path / "o.json"
     assert _checked("tasks", None, out, None) == list(STEPS)
     assert _checked("tasks", None, out, ["data", "demos"]) == ["data", "demos"]

@@ -16,8 +16,10 @@ from bigloop_eval.bfcl_teach import teach
 from bigloop import LocalModel, Message
 from bigloop.atoms.models.weights import default_model_path
 from bigloop.config import LoopConfig
-from bigloop.optimize.finetune.export import to_gguf
+from bigloop.optimize.finetune.export import from_gguf, to_gguf
+from bigloop.optimize.finetune.prefer import PreferenceSettings, train_preference
 from bigloop.optimize.finetune.train import LoraSettings, train_adapter
+from bigloop.optimize.finetune.turns import Pair
 
 pytestmark = pytest.mark.real
 pytest.importorskip("peft")
@@ -58,3 +60,18 @@ def test_train_resume_export_and_serve_an_adapter(tmp_path: Path) -> None:
     )
     assert reply.tool_calls or reply.text  # llama.cpp ran the model with the adapter
     assert chat["tool_calls"]
+
+    # preference tuning goes on from the exported adapter, read back as a peft folder
+    start = from_gguf(lora, default_model_path(), tmp_path / "start")
+    pairs = [
+        Pair(
+            chat=t.chat, chosen=t.reply, rejected='{"answer": "I cannot."}', source="s", family="f"
+        )
+        for t in turns
+    ]
+    prefer = PreferenceSettings(lora=settings, sft_weight=0.0)
+    done = train_preference(pairs, default_model_path(), start, tmp_path / "prefer", prefer)
+    assert done.steps == 4 and (tmp_path / "prefer" / "reference.json").is_file()
+    # the first step's policy is the reference: DPO's loss there is -log σ(0) = log 2
+    assert abs(done.losses[0] - 0.6931) < 0.01
+    assert done.losses[-1] < done.losses[0]  # the chosen replies gained on the rejected

@@ -71,7 +71,9 @@ def optimize(
             help="Run only these steps, in this order (repeatable): policies, demos, "
             "instructions, tool_docs, and the opt-in data (adds cases like the training "
             "failures to the training examples of the steps after it; not with --ray). "
-            "Also opt-in: finetune (a LoRA adapter; BFCL or tasks), tools (the reflector "
+            "Also opt-in: finetune (a LoRA adapter; BFCL or tasks), prefer (preference "
+            "tuning (DPO) of the config's adapter on pairs: where the config's model decides "
+            "otherwise than a verified run of a training failure; tasks), tools (the reflector "
             "writes a tool for each training failure; kept ones go to OUT's stem + "
             ".tools/) and "
             "workflow (an evolutionary search over the loop's structure: planner, "
@@ -167,6 +169,11 @@ def optimize(
 
     bigloop optimize --bench tasks --generate 12 --step finetune -o tuned.json
 
+    Then preference-tune that adapter on its own failures of other generated tasks:
+
+    bigloop optimize --config tuned.json --bench tasks --generate 12 --seed 1
+    --step prefer -o preferred.json
+
     then `bigloop run --config loop.json "..."` or `bigloop eval bfcl --config loop.json`.
     """
     if ctx.invoked_subcommand is not None:
@@ -208,7 +215,7 @@ def optimize(
         iterations=iterations,
         memo=work / "proposals.jsonl",
         tuning=_tuning(base, work, rounds, epochs, lora_rank, device, seed)
-        if "finetune" in chosen_steps
+        if {"finetune", "prefer"} & set(chosen_steps)
         else None,
         tools_folder=out.with_name(out.stem + ".tools"),
         workflow_budget=budget,

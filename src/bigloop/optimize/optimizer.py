@@ -32,11 +32,12 @@ from bigloop.optimize.finetune.train import LoraSettings
 
 STEPS = ("policies", "demos", "instructions", "tool_docs")
 """The steps run by default."""
-ALL_STEPS = (*STEPS, "data", "finetune", "tools", "workflow")
+ALL_STEPS = (*STEPS, "data", "finetune", "prefer", "tools", "workflow")
 """Every step; "data" only when asked for, before the steps that should use its cases;
-"finetune" (a LoRA adapter for the loop's local model), "tools" (tools the reflector
-writes for the training failures, `made_tools`) and "workflow" (an evolutionary search
-over the loop's structure, `optimize.workflow`) only when asked for."""
+"finetune" (a LoRA adapter for the loop's local model), "prefer" (preference tuning of
+the config's adapter on pairs of verified and own replies, `finetune.prefer`), "tools"
+(tools the reflector writes for the training failures, `made_tools`) and "workflow" (an
+evolutionary search over the loop's structure, `optimize.workflow`) only when asked for."""
 
 
 @dataclass(kw_only=True)
@@ -142,6 +143,7 @@ class Optimizer:
         self.per_cluster = per_cluster
         self.tuning = tuning
         self.tuned: list[dict[str, object]] = []
+        self.preferred: dict[str, object] | None = None
         self.tools_folder = tools_folder
         self.made: dict[str, object] | None = None
         self.searched: dict[str, object] | None = None
@@ -201,6 +203,8 @@ class Optimizer:
             provenance["data"] = evolved
         if self.tuned:
             provenance["finetune"] = self.tuned
+        if self.preferred is not None:
+            provenance["prefer"] = self.preferred
         if self.made is not None:
             provenance["tools"] = self.made
         if self.searched is not None:
@@ -269,6 +273,8 @@ class Optimizer:
             return await self._tool_docs(current, train, dev)
         if step == "finetune":
             return await self._finetune(current, train, dev)
+        if step == "prefer":
+            return await self._prefer(current, train, dev)
         if step == "tools":
             return await self._tools(current, train, dev)
         if step == "workflow":
@@ -321,6 +327,34 @@ class Optimizer:
         )
         self.tuned = rounds_record(rounds)
         what = f"a LoRA adapter ({config.adapter}) trained on {rounds[-1].turns} verified turns"
+        return Proposal(config=config, scores=scores, what=what)
+
+    async def _prefer(
+        self, current: LoopConfig, train: list[Example], dev: list[Example]
+    ) -> Proposal | None:
+        from bigloop.optimize.finetune.prefer import PreferenceSettings
+        from bigloop.optimize.finetune.step import TeachesPairs, prefer
+
+        if not isinstance(self.bench, TeachesPairs) or self.tuning is None:
+            self.log(f"[prefer] {self.bench.name} cannot make preference pairs; skipped")
+            return None
+        t = self.tuning
+        done = await prefer(
+            self.bench,
+            self.evaluator,
+            current,
+            train,
+            dev,
+            base_gguf=t.base_gguf,
+            folder=t.folder,
+            settings=PreferenceSettings.like(t.settings),
+            log=self.log,
+        )
+        if done is None:
+            return None
+        config, scores, record = done
+        self.preferred = record
+        what = f"preference tuning ({config.adapter}) on {record['pairs']} pairs"
         return Proposal(config=config, scores=scores, what=what)
 
     async def _tools(

@@ -26,7 +26,7 @@ from bigloop.atoms.models.base import ChatModel, ToolSpec
 from bigloop.config import LoopConfig
 from bigloop.optimize.bench import Example, Outcome, Split
 from bigloop.optimize.feedback import critique, demo_from, mistakes
-from bigloop.optimize.finetune.turns import Turn
+from bigloop.optimize.finetune.turns import Pair, Turn
 from bigloop.trace.records import RunResult, Step
 from bigloop.trace.store import TraceStore
 from bigloop_eval.bfcl_data import Case, load_cases
@@ -320,6 +320,15 @@ class SuiteBench(_Models):
 
         task = self._tasks[example.id]
         return await teach_task(task, self._workspaces[task.id], config)
+
+    async def pairs(self, config: LoopConfig, example: Example) -> list[Pair]:
+        """The turns of the task's verified run at which the config's own model decides
+        otherwise, as preference pairs (`suite_teach.contrast_task`)."""
+        from bigloop_eval.suite_teach import contrast_task
+
+        task = self._tasks[example.id]
+        rival = self.model_for(config)
+        return await contrast_task(task, self._workspaces[task.id], config, rival)
 
     def held_out(self) -> list[str]:
         """Every dev and test request of the suite, and BFCL's test and never-trained

@@ -8,15 +8,19 @@ builds (`build_loop`: the same prompt, tools and policies as `bigloop run`), kee
 prompt of every turn, and the turns are kept only when the task's own check passes the
 run's outcome and every target was used (a policy that refused a call or asked again
 would make the recording differ from the run, so such a task teaches nothing).
+
+`contrast_task` records the same run with a rival model asked at each turn what it would
+write there; where it decides otherwise (other tool results, or an answer the task's
+check rejects), the turn becomes a preference pair.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bigloop.atoms.models.base import ModelResponse, ToolCall
+from bigloop.atoms.models.base import ChatModel, ModelResponse, ToolCall
 from bigloop.config import LoopConfig
-from bigloop.optimize.finetune.turns import Recorder, Turn
+from bigloop.optimize.finetune.turns import Pair, Recorder, Same, Turn
 from bigloop_eval.suite import Task, Toolbox, Workspace
 from bigloop_eval.suite.checks import Outcome
 from bigloop_eval.suite.run import build_loop
@@ -57,13 +61,63 @@ def _written(answer: object) -> str:
 
 async def teach_task(task: Task, workspace: Workspace, config: LoopConfig) -> list[Turn]:
     """`task`'s verified turns under `config` (empty when it teaches nothing)."""
+    recorder = await _record(task, workspace, config, None)
+    return recorder.turns if recorder is not None else []
+
+
+async def contrast_task(
+    task: Task, workspace: Workspace, config: LoopConfig, rival: ChatModel
+) -> list[Pair]:
+    """`task`'s preference pairs under `config`: the turns of its verified run at which
+    `rival` decides otherwise (empty when the run cannot be verified)."""
+    recorder = await _record(task, workspace, config, rival)
+    return recorder.pairs if recorder is not None else []
+
+
+async def _record(
+    task: Task, workspace: Workspace, config: LoopConfig, rival: ChatModel | None
+) -> Recorder | None:
+    """The recorder of `task`'s solution replayed through the suite's loop, when the
+    task's check passed the run and every target was used (else None)."""
     targets = record_solution(task, workspace)
     if not targets:
-        return []
-    recorder = Recorder(targets, source=task.id, family=task.category)
+        return None
+    recorder = Recorder(
+        targets,
+        source=task.id,
+        family=task.category,
+        rival=rival,
+        same=_same(task, workspace) if rival is not None else None,
+    )
     loop = build_loop(recorder, workspace.tools(task.tools), config)
     run = await loop.run(task.text)
     passed, _ = task.check(Outcome.of(run))
     if not passed or len(recorder.turns) != len(targets):
-        return []
-    return recorder.turns
+        return None
+    return recorder
+
+
+def _same(task: Task, workspace: Workspace) -> Same:
+    """The suite's judge of equal decisions: calls of the same tools with the same results
+    on the task's workspace, or an answer its check accepts."""
+    box = Toolbox(workspace)
+
+    def result(call: ToolCall) -> object:
+        try:
+            return box(call.name, **call.arguments)
+        except (LookupError, TypeError, ValueError, ArithmeticError, OSError) as e:
+            return ("error", type(e).__name__, str(e))
+
+    def same(target: ModelResponse, own: ModelResponse) -> bool:
+        if not target.tool_calls:
+            if own.tool_calls:
+                return False
+            return task.check(Outcome(status="ok", answer=own.text))[0]
+        if len(own.tool_calls) != len(target.tool_calls):
+            return False
+        return all(
+            mine.name == theirs.name and result(mine) == result(theirs)
+            for mine, theirs in zip(own.tool_calls, target.tool_calls, strict=True)
+        )
+
+    return same

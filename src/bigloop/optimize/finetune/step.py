@@ -22,8 +22,9 @@ from typing import Protocol, runtime_checkable
 from bigloop.config import LoopConfig
 from bigloop.optimize.bench import Example, Outcome
 from bigloop.optimize.evaluate import Evaluator, Scores
+from bigloop.optimize.finetune.prefer import PreferenceSettings
 from bigloop.optimize.finetune.train import LoraSettings, Trained, train_adapter
-from bigloop.optimize.finetune.turns import Turn, save_turns
+from bigloop.optimize.finetune.turns import Pair, Turn, save_pairs, save_turns
 
 ANSWER_SHARE = 0.05
 """The most share of training turns whose target is an answer given before any call. Measured: with
@@ -42,6 +43,16 @@ class TeachesTurns(Protocol):
 
     def held_out(self) -> list[str]:
         """Requests training must not copy (every test and dev request)."""
+        ...
+
+
+@runtime_checkable
+class TeachesPairs(TeachesTurns, Protocol):
+    """A bench that can also contrast its verified runs with the config's own model."""
+
+    async def pairs(self, config: LoopConfig, example: Example) -> list[Pair]:
+        """The preference pairs of `example`: the states of its verified run under
+        `config` where the config's model decides otherwise (empty: none)."""
         ...
 
 
@@ -167,11 +178,9 @@ async def _gather(
     """Every training example's verified turns, twice for one the loop failed (`weak`);
     turns whose request
     copies a held-out one (8-word overlap above a third) are dropped and counted."""
-    from bigloop.optimize.finetune.turns import ngrams, overlap
+    from bigloop.optimize.finetune.turns import overlap
 
-    held: set[tuple[str, ...]] = set()
-    for request in bench.held_out():
-        held |= ngrams(request)
+    held = _held_grams(bench)
     turns: list[Turn] = []
     unverified = copies = 0
     for example in train:
@@ -185,6 +194,16 @@ async def _gather(
         f"{unverified} could not be verified, {copies} dropped as near-copies of held-out requests"
     )
     return turns
+
+
+def _held_grams(bench: TeachesTurns) -> set[tuple[str, ...]]:
+    """The word 8-grams of every request training must not copy."""
+    from bigloop.optimize.finetune.turns import ngrams
+
+    held: set[tuple[str, ...]] = set()
+    for request in bench.held_out():
+        held |= ngrams(request)
+    return held
 
 
 def _capped(turns: list[Turn], share: float, log: Callable[[str], None]) -> list[Turn]:
@@ -211,7 +230,9 @@ def _failure_kinds(failures: list[Outcome]) -> dict[str, int]:
     return dict(collections.Counter(signature(o) for o in failures).most_common())
 
 
-def _progress(log: Callable[[str], None]) -> Callable[[int, int, int, float, float], None]:
+def _progress(
+    log: Callable[[str], None], step: str = "finetune"
+) -> Callable[[int, int, int, float, float], None]:
     """Training progress as a log line every twentieth of the run."""
     first: list[int] = []
 
@@ -221,7 +242,7 @@ def _progress(log: Callable[[str], None]) -> Callable[[int, int, int, float, flo
             return
         eta = spent / (done - first[0]) * (total - done)
         log(
-            f"[finetune] trained {done}/{total} examples, loss {loss:.3f}, "
+            f"[{step}] trained {done}/{total} examples, loss {loss:.3f}, "
             f"{tokens / spent:.0f} tokens/s, ETA {eta / 60:.1f} min"
         )
 
@@ -237,3 +258,63 @@ def _cost(trained: Trained) -> str:
 
 def rounds_record(rounds: list[Round]) -> list[dict[str, object]]:
     return [asdict(r) for r in rounds]
+
+
+async def prefer(
+    bench: TeachesPairs,
+    evaluator: Evaluator,
+    current: LoopConfig,
+    train: list[Example],
+    dev: list[Example],
+    *,
+    base_gguf: Path,
+    folder: Path,
+    settings: PreferenceSettings,
+    log: Callable[[str], None] = lambda line: None,
+) -> tuple[LoopConfig, Scores, dict[str, object]] | None:
+    """The preference step: probe `current` on train; on each failure, contrast the
+    verified run with the config's own model (`TeachesPairs.pairs`); train on the pairs
+    from the config's adapter (DPO, `prefer.train_preference`) and export. The tuned
+    config with its dev scores and the step's record; None when no pair was found."""
+    from bigloop.atoms.models.weights import file_sha256
+    from bigloop.optimize.finetune.export import from_gguf, to_gguf
+    from bigloop.optimize.finetune.prefer import train_preference
+    from bigloop.optimize.finetune.turns import overlap
+
+    probe = await evaluator.score(current, train)
+    failed = [e for e in train if probe.outcomes[e.id].score < 1]
+    log(f"[prefer] the loop is right on {probe.right}/{len(train)} training; contrasting the rest")
+    held = _held_grams(bench)
+    pairs: list[Pair] = []
+    for example in failed:
+        made = await bench.pairs(current, example)
+        pairs += [p for p in made if overlap(p.turns()[0].request, held) <= 1 / 3]
+    log(f"[prefer] {len(pairs)} preference pairs from {len(failed)} failed training examples")
+    if not pairs:
+        return None
+    where = folder / "prefer"
+    data_sha = save_pairs(pairs, where / "pairs.jsonl")
+    start = None
+    if current.adapter is not None:
+        start = from_gguf(Path(current.checked_adapter() or ""), base_gguf, where / "start")
+    trained = train_preference(pairs, base_gguf, start, where, settings, _progress(log, "prefer"))
+    adapter = to_gguf(trained.adapter, base_gguf, where / "adapter.gguf")
+    digest = file_sha256(adapter)
+    tuned = current.model_copy(update={"adapter": str(adapter.resolve()), "adapter_sha256": digest})
+    scores = await evaluator.score(tuned, dev)
+    log(f"[prefer] dev {scores.right}/{len(dev)} ({_cost(trained)})")
+    record: dict[str, object] = {
+        "train_right": probe.right,
+        "train_n": len(train),
+        "pairs": len(pairs),
+        "families": dict(collections.Counter(p.family for p in pairs).most_common()),
+        "data_sha256": data_sha,
+        "started_from": current.adapter,
+        "settings": asdict(settings),
+        "dev_right": scores.right,
+        "dev_n": len(dev),
+        "training": trained.summary(),
+        "adapter": str(adapter),
+        "adapter_sha256": digest,
+    }
+    return tuned, scores, record

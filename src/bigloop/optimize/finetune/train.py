@@ -103,7 +103,7 @@ def train_adapter(
     """
     settings = settings or LoraSettings()
     key = _key(turns, base, settings)
-    if (done := _finished(folder, key)) is not None:
+    if (done := finished(folder, key)) is not None:
         return done
     with warnings.catch_warnings():  # the libraries' deprecation and GGUF notes
         warnings.simplefilter("ignore")
@@ -114,7 +114,7 @@ _RECORD = "trained.json"
 """In the adapter's folder: the key it was trained for and its `Trained` record."""
 
 
-def _finished(folder: Path, key: str) -> Trained | None:
+def finished(folder: Path, key: str) -> Trained | None:
     """The record of a finished run in `folder` for the same `key` (the same turns, base
     and settings): a rerun after training ended (the optimizer killed while scoring the
     adapter) does not train again. None: no such run."""
@@ -136,52 +136,91 @@ def _train(
     key: str,
     progress: Progress | None,
 ) -> Trained:
-    torch, model, tokenizer, device, dtype = _load(base, settings)
-    encoded = [e for t in turns if (e := _encode(tokenizer, t)) is not None]
+    torch, model, tokenizer, device, dtype = load_model(base, settings)
+    encoded = [e for t in turns if (e := encode(tokenizer, t)) is not None]
     fits = [e for e in encoded if len(e[0]) <= settings.max_tokens]
     if not fits:
         raise UserError(f"No training turn fits in {settings.max_tokens} tokens.")
-    order = _order(len(fits), settings)
-    done, optimizer, losses = _resume(torch, model, folder, key, settings, len(order))
-    tokens, start = 0, time.perf_counter()
-    model.train()
-    for i in range(done, len(order)):
-        ids, labels = fits[order[i]]
+
+    def step(example: tuple[list[int], list[int]]) -> tuple[Any, int]:
+        ids, labels = example
         batch = torch.tensor([ids], device=device)
         out = model(input_ids=batch, labels=torch.tensor([labels], device=device))
-        (out.loss / settings.accumulate).backward()
-        losses.append(out.loss.item())
-        tokens += len(ids)
-        if (i + 1) % settings.accumulate == 0 or i + 1 == len(order):
-            _update(optimizer, i, len(order), settings)
-        if (i + 1) % settings.save_every == 0 and i + 1 < len(order):
-            _checkpoint(torch, model, optimizer, folder, key, i + 1, losses)
-        if progress is not None:
-            progress(i + 1, len(order), tokens, losses[-1], time.perf_counter() - start)
-    adapter = folder / "adapter"
-    model.save_pretrained(adapter)
-    trained = Trained(
-        adapter=adapter,
-        examples=len(fits),
-        skipped=len(turns) - len(fits),
-        steps=len(order),
-        tokens=tokens,
-        seconds=round(time.perf_counter() - start, 1),
-        device=device,
-        dtype=str(dtype).removeprefix("torch."),
-        losses=losses,
-    )
-    record = {**asdict(trained), "adapter": str(adapter), "key": key}
-    (adapter / _RECORD).write_text(json.dumps(record))
-    shutil.rmtree(folder / "checkpoint", ignore_errors=True)
-    return trained
+        return out.loss, len(ids)
+
+    fit = Fit(torch=torch, model=model, device=device, dtype=dtype, folder=folder, key=key)
+    return fit.run(fits, step, settings, skipped=len(turns) - len(fits), progress=progress)
 
 
-def _load(base: Path, settings: LoraSettings) -> tuple[Any, Any, Any, str, Any]:
-    """torch, the peft-wrapped model, its tokenizer, the device and the dtype."""
+Step = Callable[[Any], tuple[Any, int]]
+"""One example's loss (a scalar tensor to minimize) and its token count."""
+
+
+@dataclass(kw_only=True)
+class Fit:
+    """A training run over examples with a loss of its own (supervised or preference):
+    a seeded order over the epochs, accumulated AdamW steps at a linearly decaying rate,
+    checkpoints to resume from, and the saved adapter with its record."""
+
+    torch: Any
+    model: Any
+    device: str
+    dtype: Any
+    folder: Path
+    key: str
+
+    def run(
+        self,
+        examples: list[Any],
+        step: Step,
+        settings: LoraSettings,
+        *,
+        skipped: int,
+        progress: Progress | None,
+    ) -> Trained:
+        torch, model, folder, key = self.torch, self.model, self.folder, self.key
+        order = _order(len(examples), settings)
+        done, optimizer, losses = _resume(torch, model, folder, key, settings, len(order))
+        tokens, start = 0, time.perf_counter()
+        model.train()
+        for i in range(done, len(order)):
+            loss, n = step(examples[order[i]])
+            (loss / settings.accumulate).backward()
+            losses.append(loss.item())
+            tokens += n
+            if (i + 1) % settings.accumulate == 0 or i + 1 == len(order):
+                _update(optimizer, i, len(order), settings)
+            if (i + 1) % settings.save_every == 0 and i + 1 < len(order):
+                _checkpoint(torch, model, optimizer, folder, key, i + 1, losses)
+            if progress is not None:
+                progress(i + 1, len(order), tokens, losses[-1], time.perf_counter() - start)
+        adapter = folder / "adapter"
+        model.save_pretrained(adapter)
+        trained = Trained(
+            adapter=adapter,
+            examples=len(examples),
+            skipped=skipped,
+            steps=len(order),
+            tokens=tokens,
+            seconds=round(time.perf_counter() - start, 1),
+            device=self.device,
+            dtype=str(self.dtype).removeprefix("torch."),
+            losses=losses,
+        )
+        record = {**asdict(trained), "adapter": str(adapter), "key": key}
+        (adapter / _RECORD).write_text(json.dumps(record))
+        shutil.rmtree(folder / "checkpoint", ignore_errors=True)
+        return trained
+
+
+def load_model(
+    base: Path, settings: LoraSettings, start: Path | None = None
+) -> tuple[Any, Any, Any, str, Any]:
+    """torch, the peft-wrapped model (a fresh LoRA, or the adapter in folder `start` to
+    train on), its tokenizer, the device and the dtype."""
     try:
         import torch
-        from peft import LoraConfig, get_peft_model
+        from peft import LoraConfig, PeftModel, get_peft_model
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as e:
         raise UserError(f"Training needs {e.name}. {_HINT}") from None
@@ -193,6 +232,9 @@ def _load(base: Path, settings: LoraSettings) -> tuple[Any, Any, Any, str, Any]:
     torch.manual_seed(settings.seed)
     tokenizer = AutoTokenizer.from_pretrained(base.parent, gguf_file=base.name)
     model = AutoModelForCausalLM.from_pretrained(base.parent, gguf_file=base.name, dtype=dtype)
+    if start is not None:
+        tuned = PeftModel.from_pretrained(model, str(start), is_trainable=True)
+        return torch, tuned.to(device), tokenizer, device, dtype
     lora = LoraConfig(
         r=settings.rank,
         lora_alpha=settings.alpha,
@@ -210,7 +252,7 @@ def _cpu_bf16(torch: Any) -> bool:
     return any(getattr(cpu, name, lambda: False)() for name in checks)
 
 
-def _encode(tokenizer: Any, turn: Turn) -> tuple[list[int], list[int]] | None:
+def encode(tokenizer: Any, turn: Turn) -> tuple[list[int], list[int]] | None:
     """Token ids of the turn as the chat template renders it, and its labels (-100 on
     the prompt: only the reply and its end-of-turn are learnt); None when the template
     does not render the reply after the prompt."""

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from bigloop._errors import UserError
 from bigloop.atoms.card import AtomCard
-from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, ToolSpec, Usage
+from bigloop.atoms.models.base import (
+    ChatModel,
+    Message,
+    ModelResponse,
+    ModelSettings,
+    ToolSpec,
+    Usage,
+)
 from bigloop.atoms.models.prompts import render_call_reply, to_plain_chat
 
 
@@ -51,6 +59,30 @@ class Turn:
         return next((m["content"] for m in reversed(self.chat) if m["role"] == "user"), "")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Pair:
+    """A preference example: at one state of a verified run (`chat`, what the model read),
+    the verified reply (`chosen`) and the model's own, different one (`rejected`)."""
+
+    chat: list[dict[str, str]]
+    chosen: str
+    rejected: str
+    source: str
+    family: str
+
+    def turns(self) -> tuple[Turn, Turn]:
+        """The chosen and the rejected reply as turns of the same chat."""
+        return (
+            Turn(chat=self.chat, reply=self.chosen, source=self.source, family=self.family),
+            Turn(chat=self.chat, reply=self.rejected, source=self.source, family=self.family),
+        )
+
+
+Same = Callable[[ModelResponse, ModelResponse], bool]
+"""Whether a model's reply (second) decides what the verified target (first) decides: the
+same tool results, or an answer the task's check accepts (the bench knows which)."""
+
+
 def turn_from(
     messages: list[Message],
     tools: list[ToolSpec],
@@ -75,13 +107,28 @@ class Recorder:
     A target that calls a tool the loop did not offer at its turn (a tool selector left
     it out) ends the recording there: a turn that teaches a call to a tool its prompt
     never showed would teach the model to invent tools. `unoffered` then names the tool.
+
+    With a `rival` model (and `same`, the bench's judge of equal decisions), each turn also
+    asks the rival what it would write at that state of the verified run; where it decides
+    otherwise, the turn becomes a `Pair` (verified reply chosen, the rival's rejected).
     """
 
-    def __init__(self, targets: Iterable[ModelResponse], *, source: str, family: str) -> None:
+    def __init__(
+        self,
+        targets: Iterable[ModelResponse],
+        *,
+        source: str,
+        family: str,
+        rival: ChatModel | None = None,
+        same: Same | None = None,
+    ) -> None:
         self._targets = list(targets)
         self._source = source
         self._family = family
+        self._rival = rival
+        self._same = same
         self.turns: list[Turn] = []
+        self.pairs: list[Pair] = []
         self.unoffered: str | None = None
 
     @property
@@ -102,18 +149,32 @@ class Recorder:
         if missing := next((c.name for c in target.tool_calls if c.name not in offered), None):
             self.unoffered = missing
             return ModelResponse(text="", usage=Usage())
-        self.turns.append(
-            turn_from(messages, tools, target, source=self._source, family=self._family)
-        )
+        turn = turn_from(messages, tools, target, source=self._source, family=self._family)
+        self.turns.append(turn)
+        if self._rival is not None and self._same is not None:
+            own = await self._rival.chat(messages, tools, settings)
+            if not self._same(target, own):
+                rejected = render_call_reply(own.as_message())
+                self.pairs.append(
+                    Pair(
+                        chat=turn.chat,
+                        chosen=turn.reply,
+                        rejected=rejected,
+                        source=self._source,
+                        family=self._family,
+                    )
+                )
         return target
 
 
 def save_turns(turns: list[Turn], path: Path) -> str:
     """Write `turns` as JSON lines; returns their sha256 (the data's identity)."""
-    text = "".join(json.dumps(asdict(t), ensure_ascii=False) + "\n" for t in turns)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _save(turns, path)
+
+
+def save_pairs(pairs: list[Pair], path: Path) -> str:
+    """Write `pairs` as JSON lines; returns their sha256."""
+    return _save(pairs, path)
 
 
 def load_turns(path: Path) -> list[Turn]:
@@ -122,11 +183,34 @@ def load_turns(path: Path) -> list[Turn]:
     Raises:
         UserError: the file is missing or a line is not a turn.
     """
+    return _load(path, "training turns", Turn)
+
+
+def load_pairs(path: Path) -> list[Pair]:
+    """The pairs `save_pairs` wrote.
+
+    Raises:
+        UserError: the file is missing or a line is not a pair.
+    """
+    return _load(path, "preference pairs", Pair)
+
+
+_Row = TypeVar("_Row", Turn, Pair)
+
+
+def _save(items: list[Turn] | list[Pair], path: Path) -> str:
+    text = "".join(json.dumps(asdict(i), ensure_ascii=False) + "\n" for i in items)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _load(path: Path, what: str, kind: Callable[..., _Row]) -> list[_Row]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-        return [Turn(**json.loads(line)) for line in lines if line.strip()]
+        return [kind(**json.loads(line)) for line in lines if line.strip()]
     except (OSError, ValueError, TypeError) as e:
-        raise UserError(f"Cannot read training turns from {path}: {e}") from None
+        raise UserError(f"Cannot read {what} from {path}: {e}") from None
 
 
 def ngrams(text: str, n: int = 8) -> set[tuple[str, ...]]:
