@@ -37,7 +37,8 @@ def _call(a: int, b: int) -> ModelResponse:
     return ModelResponse(tool_calls=[ToolCall(id="c", name="add", arguments={"a": a, "b": b})])
 
 
-def _equal(target: ModelResponse, own: ModelResponse) -> bool:
+def _equal(remaining: list[ModelResponse], own: ModelResponse) -> bool:
+    target = remaining[0]
     return [(c.name, c.arguments) for c in target.tool_calls] == [
         (c.name, c.arguments) for c in own.tool_calls
     ] and target.text == own.text
@@ -100,6 +101,29 @@ def test_the_suite_judges_decisions_by_their_results_and_its_check(tmp_path: Pat
         {"tool_calls": [{"name": call.name, "arguments": {"expression": "1 + 1"}}]},
         {"answer": "no idea"},
     ]
+
+
+def test_calls_in_another_order_or_together_are_the_same_decision(tmp_path: Path) -> None:
+    from bigloop_eval.suite_teach import record_solution
+
+    workspace = Workspace.create(tmp_path)
+    task, targets = next(
+        (t, made)
+        for t in split("dev")
+        if t.solve is not None
+        and (made := record_solution(t, workspace)) is not None
+        and len(made) >= 3
+        and len({c.name for m in made for c in m.tool_calls}) == 1
+    )
+    calls = [m.tool_calls[0] for m in targets[:-1]]
+    swapped = iter([ModelResponse(tool_calls=calls[::-1]), *targets[1:]])
+    rival = FunctionModel(lambda messages, tools: next(swapped))
+    assert asyncio.run(contrast_task(task, workspace, LoopConfig(), rival)) == []
+    bad = ToolCall(id="c", name=calls[0].name, arguments={"nonsense": 1})
+    broken = iter([ModelResponse(tool_calls=[bad]), *targets[1:]])
+    rival = FunctionModel(lambda messages, tools: next(broken))
+    (pair,) = asyncio.run(contrast_task(task, workspace, LoopConfig(), rival))
+    assert "nonsense" in pair.rejected  # a call its tool refuses is another decision
 
 
 def _fake_base(path: Path) -> Path:
@@ -211,5 +235,5 @@ def test_the_step_trains_on_the_failures_pairs_and_keeps_on_dev_gain(
     assert result.adapter is not None and result.provenance is not None
     record = result.provenance["prefer"]
     assert record["pairs"] == 2 and record["dev_right"] == 4
-    assert (tmp_path / "ft" / "prefer" / "pairs.jsonl").is_file()
+    assert (tmp_path / "ft" / "prefer" / "fresh" / "pairs.jsonl").is_file()  # no adapter yet
     assert isinstance(bench, step_module.TeachesPairs)

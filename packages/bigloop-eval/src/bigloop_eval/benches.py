@@ -327,7 +327,7 @@ class SuiteBench(_Models):
         from bigloop_eval.suite_teach import contrast_task
 
         task = self._tasks[example.id]
-        rival = self.model_for(config)
+        rival = self.model_for(config.model_copy(update={"escalate": None}))  # its own model
         return await contrast_task(task, self._workspaces[task.id], config, rival)
 
     def held_out(self) -> list[str]:

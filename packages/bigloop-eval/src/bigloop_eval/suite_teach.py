@@ -98,26 +98,28 @@ async def _record(
 
 
 def _same(task: Task, workspace: Workspace) -> Same:
-    """The suite's judge of equal decisions: calls of the same tools with the same results
-    on the task's workspace, or an answer its check accepts."""
+    """The suite's judge of equal decisions: calls each matching a distinct call still to
+    be made in the verified run (same tool, same result on the task's workspace; any
+    order, several at once), or an answer its check accepts when an answer is due."""
     box = Toolbox(workspace)
 
-    def result(call: ToolCall) -> object:
+    def result(call: ToolCall) -> tuple[object, ...]:
         try:
-            return box(call.name, **call.arguments)
-        except (LookupError, TypeError, ValueError, ArithmeticError, OSError) as e:
-            return ("error", type(e).__name__, str(e))
+            return (call.name, box(call.name, **call.arguments))
+        except Exception as e:  # noqa: BLE001 - the loop makes any tool failure a tool error
+            return ("error", call.name, type(e).__name__, str(e))
 
-    def same(target: ModelResponse, own: ModelResponse) -> bool:
-        if not target.tool_calls:
-            if own.tool_calls:
-                return False
-            return task.check(Outcome(status="ok", answer=own.text))[0]
-        if len(own.tool_calls) != len(target.tool_calls):
+    def same(remaining: list[ModelResponse], own: ModelResponse) -> bool:
+        if not remaining[0].tool_calls:
+            return not own.tool_calls and task.check(Outcome(status="ok", answer=own.text))[0]
+        if not own.tool_calls:
             return False
-        return all(
-            mine.name == theirs.name and result(mine) == result(theirs)
-            for mine, theirs in zip(own.tool_calls, target.tool_calls, strict=True)
-        )
+        left = [result(c) for r in remaining for c in r.tool_calls]
+        for call in own.tool_calls:
+            made = result(call)
+            if made[0] == "error" or made not in left:
+                return False
+            left.remove(made)
+        return True
 
     return same

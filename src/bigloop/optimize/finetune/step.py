@@ -292,11 +292,11 @@ async def prefer(
     log(f"[prefer] {len(pairs)} preference pairs from {len(failed)} failed training examples")
     if not pairs:
         return None
-    where = folder / "prefer"
+    # a folder per starting adapter: a second preference run never overwrites its input
+    started = current.checked_adapter()
+    where = folder / "prefer" / (file_sha256(Path(started))[:12] if started else "fresh")
     data_sha = save_pairs(pairs, where / "pairs.jsonl")
-    start = None
-    if current.adapter is not None:
-        start = from_gguf(Path(current.checked_adapter() or ""), base_gguf, where / "start")
+    start = from_gguf(Path(started), base_gguf, where / "start") if started else None
     trained = train_preference(pairs, base_gguf, start, where, settings, _progress(log, "prefer"))
     adapter = to_gguf(trained.adapter, base_gguf, where / "adapter.gguf")
     digest = file_sha256(adapter)

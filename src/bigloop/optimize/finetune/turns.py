@@ -78,9 +78,11 @@ class Pair:
         )
 
 
-Same = Callable[[ModelResponse, ModelResponse], bool]
-"""Whether a model's reply (second) decides what the verified target (first) decides: the
-same tool results, or an answer the task's check accepts (the bench knows which)."""
+Same = Callable[[list[ModelResponse], ModelResponse], bool]
+"""Whether a model's reply (second) is a decision the verified run allows at this turn:
+the targets not yet used (first; the current one first) say what is left to do, so
+calls that match some of them (the same tool results, in any order or together) or an
+answer the task's check accepts count as the same (the bench knows which)."""
 
 
 def turn_from(
@@ -152,8 +154,12 @@ class Recorder:
         turn = turn_from(messages, tools, target, source=self._source, family=self._family)
         self.turns.append(turn)
         if self._rival is not None and self._same is not None:
-            own = await self._rival.chat(messages, tools, settings)
-            if not self._same(target, own):
+            try:
+                own = await self._rival.chat(messages, tools, settings)
+                otherwise = not self._same(self._targets[len(self.turns) - 1 :], own)
+            except Exception:  # noqa: BLE001 - a rival that fails teaches no pair; the run goes on
+                otherwise = False
+            if otherwise:
                 rejected = render_call_reply(own.as_message())
                 self.pairs.append(
                     Pair(
