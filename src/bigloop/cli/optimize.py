@@ -253,7 +253,7 @@ def _tuning(
     """The finetune step's settings: the GGUF of the base config's local model, and the
     work folder's `finetune/` for its data, checkpoints and adapters."""
     from bigloop._errors import UserError
-    from bigloop.atoms.models.weights import PACKAGED, default_model_path, model_path
+    from bigloop.atoms.models.weights import local_gguf
     from bigloop.optimize.finetune.train import LoraSettings
     from bigloop.optimize.optimizer import Tuning
 
@@ -261,14 +261,7 @@ def _tuning(
         raise UserError("--step finetune trains a local model's adapter, not a server's.")
     if device not in ("cpu", "cuda", "auto"):
         raise UserError(f"--device {device!r}: use cpu, cuda or auto.")
-    name = base.model
-    gguf = (
-        default_model_path()
-        if name == "embedded"
-        else model_path(name)
-        if name in PACKAGED
-        else Path(name)
-    )
+    gguf = local_gguf(base.model)
     settings = LoraSettings(rank=rank, alpha=2 * rank, epochs=epochs, device=device, seed=seed)
     return Tuning(base_gguf=gguf, folder=work / "finetune", settings=settings, rounds=rounds)
 

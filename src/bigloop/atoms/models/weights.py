@@ -102,6 +102,12 @@ def model_path(name: str) -> Path:
     return _verified(m.file, m.parts, m.size, m.sha256, hint)
 
 
+def local_gguf(name: str) -> Path:
+    """The GGUF a local model name stands for: a packaged model's joined file
+    (`model_path`), else `name` read as a path."""
+    return model_path(name) if name == "embedded" or name in PACKAGED else Path(name)
+
+
 def cache_dir() -> Path:
     """Where joined weights live: $BIGLOOP_CACHE, else the platform's user cache."""
     if env := os.environ.get("BIGLOOP_CACHE"):

@@ -144,7 +144,7 @@ async def _round(
     turns = _capped(gathered, job.answer_share, job.log)
     where = job.folder / f"round{k}"
     data_sha = save_turns(turns, where / "turns.jsonl")
-    trained = train_adapter(turns, job.base_gguf, where, job.settings, _progress(job.log))
+    trained = train_adapter(turns, job.base_gguf, where, job.settings, progress_lines(job.log))
     adapter = to_gguf(trained.adapter, job.base_gguf, where / "adapter.gguf")
     digest = file_sha256(adapter)
     tuned = job.current.model_copy(
@@ -230,7 +230,7 @@ def _failure_kinds(failures: list[Outcome]) -> dict[str, int]:
     return dict(collections.Counter(signature(o) for o in failures).most_common())
 
 
-def _progress(
+def progress_lines(
     log: Callable[[str], None], step: str = "finetune"
 ) -> Callable[[int, int, int, float, float], None]:
     """Training progress as a log line every twentieth of the run."""
@@ -297,7 +297,9 @@ async def prefer(
     where = folder / "prefer" / (file_sha256(Path(started))[:12] if started else "fresh")
     data_sha = save_pairs(pairs, where / "pairs.jsonl")
     start = from_gguf(Path(started), base_gguf, where / "start") if started else None
-    trained = train_preference(pairs, base_gguf, start, where, settings, _progress(log, "prefer"))
+    trained = train_preference(
+        pairs, base_gguf, start, where, settings, progress_lines(log, "prefer")
+    )
     adapter = to_gguf(trained.adapter, base_gguf, where / "adapter.gguf")
     digest = file_sha256(adapter)
     tuned = current.model_copy(update={"adapter": str(adapter.resolve()), "adapter_sha256": digest})
