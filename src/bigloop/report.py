@@ -238,6 +238,7 @@ def print_doctor(console: Console, found: dict[str, Any], trouble: list[str]) ->
         console.print(f"model {m['name']}: {m['state']} · sha256 {m['sha256'][:16]}… · {m['file']}")
     if layers := found.get("python_sandbox", {}).get("layers"):
         console.print(f"run_python sandbox: {'; '.join(layers)}")
+        console.print(f"run_python programs run as {found['python_sandbox']['runs_as']}")
     if rates := found.get("rates"):
         console.print(
             f"rates: reads {rates['prompt_tokens_per_s']} tokens/s, writes "

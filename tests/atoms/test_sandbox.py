@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import time
 from pathlib import Path
@@ -144,3 +145,12 @@ def test_without_the_boundary_run_python_is_refused_not_run_unconfined(
         assert isolation_layers() == []
     finally:
         boundary.cache_clear()
+
+
+def test_doctor_says_which_host_user_runs_the_programs(run_python: Tool) -> None:
+    """Never root: bigloop's own uid, or nobody when bigloop runs as root."""
+    from bigloop.atoms.models.doctor import _sandbox
+
+    found = _sandbox()
+    assert found["host_uid"] == (65534 if os.geteuid() == 0 else os.geteuid()) != 0
+    assert f"host uid {found['host_uid']}" in found["runs_as"]

@@ -21,6 +21,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,12 +29,13 @@ from pathlib import Path
 
 import pytest
 
-from bigloop.atoms.builtin._confine import SandboxUnavailable, boundary
+from bigloop.atoms.builtin._confine import HOST_UID, SandboxUnavailable, boundary
 from bigloop.atoms.builtin.python_sandbox import SandboxLimits, SandboxStopped, run_sandboxed
 
 LIMITS = SandboxLimits(wall_s=5, cpu_s=2, memory_mb=512, file_mb=50, folder_mb=64)
 CANARY = "sk-canary-4f1d9a0c7e"
 NESTED = "BIGLOOP_ESCAPE_SUITE_NESTED"
+UNPRIVILEGED = 1000
 
 # ctypes helpers for the attempts that go below Python (the hook refuses ctypes; the
 # kernel-only runs let them through, so the kernel must refuse the call itself)
@@ -210,6 +212,72 @@ CASES: dict[str, str] = {
     "huge_memory": "x = bytearray(10 << 30); print('ESCAPED')",
 }
 
+# the host kernel's knobs (issue 45): as host root, a sandbox wrote /proc/sys
+KERNEL_CASES: dict[str, str] = {
+    # every file under /proc/sys and /sys opened for writing (nothing is written)
+    "write_proc_sys": textwrap.dedent(
+        """\
+        import os
+        for top in ('/proc/sys', '/sys'):
+            for folder, _, files in os.walk(top):
+                for name in files:
+                    path = os.path.join(folder, name)
+                    try:
+                        os.close(os.open(path, os.O_WRONLY))
+                    except OSError:
+                        continue
+                    print('ESCAPED', path)
+        """
+    ),
+    # a harmless knob changed for real: the host reads it back afterwards
+    "printk_ratelimit": (
+        "p = '/proc/sys/kernel/printk_ratelimit'\nnow = int(open(p).read())\n"
+        "open(p, 'w').write(str(now + 4)); print('ESCAPED', now)"
+    ),
+    # the full escape: a pipe in core_pattern runs as host root at the next crash (the
+    # value is written back unchanged, so that even the control run harms nothing)
+    "core_pattern": (
+        "p = '/proc/sys/kernel/core_pattern'\nnow = open(p).read()\n"
+        "open(p, 'w').write(now); print('ESCAPED', repr(now))"
+    ),
+    "sysrq_trigger": "import os; os.close(os.open('/proc/sysrq-trigger', os.O_WRONLY))\n"
+    "print('ESCAPED')",
+    "kcore": "open('/proc/kcore', 'rb').read(16); print('ESCAPED')",
+    "kallsyms": textwrap.dedent(
+        """\
+        lines = open('/proc/kallsyms').read().split('\\n')[:50]
+        print('ESCAPED' if any(l and int(l.split()[0], 16) for l in lines) else 'zeros')
+        """
+    ),
+    "pid_1_environ": textwrap.dedent(
+        """\
+        import os
+        for pid in (1, {victim}):
+            try:
+                print(open(f'/proc/{{pid}}/environ', 'rb').read())
+            except OSError as e:
+                print('refused', e)
+        """
+    ),
+    "clock_settime": (
+        f"{LIBC}import time\nts = (ctypes.c_long * 2)(int(time.time()), 0)\n"
+        f"r = libc.clock_settime(0, ts)\n{DENIED}"
+    ),
+}
+CASES.update(KERNEL_CASES)
+# (path, how to read it back on the host): what the kernel cases must leave unchanged
+SYSCTLS = (
+    "kernel/printk_ratelimit",
+    "kernel/core_pattern",
+    "kernel/panic",
+    "kernel/randomize_va_space",
+    "kernel/hostname",
+    "kernel/domainname",
+    "kernel/modprobe",
+    "kernel/sysrq",
+    "fs/suid_dumpable",
+)
+
 
 @dataclass
 class Host:
@@ -221,6 +289,7 @@ class Host:
     victim: subprocess.Popen[bytes]
     listeners: list[socket.socket]
     runtime_hash: str
+    sysctls: dict[str, str]
 
     def fields(self) -> dict[str, object]:
         tcp, udp, unix, abstract = self.listeners
@@ -254,7 +323,17 @@ class Host:
                 found.append(f"a host listener was reached: {got!r}")
         if _runtime_hash() != self.runtime_hash:
             found.append("the interpreter's os.py was changed")
+        found += [f"{k} changed: {v!r}" for k, v in _sysctls().items() if v != self.sysctls[k]]
         return found
+
+
+def _sysctls() -> dict[str, str]:
+    """The host's values of `SYSCTLS` (those this kernel has)."""
+    found = {}
+    for name in SYSCTLS:
+        with contextlib.suppress(OSError):
+            found[name] = Path("/proc/sys", name).read_text()
+    return found
 
 
 def _runtime_hash() -> str:
@@ -294,11 +373,11 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
     db.execute("create table runs(task text)")
     db.execute("insert into runs values (?)", (CANARY,))
     db.commit()
-    victim = subprocess.Popen(["sleep", "600"])
+    victim = subprocess.Popen(["sleep", "600"], env={**os.environ, "SECRET": CANARY})
     listeners = _listeners(folder)
     os.environ["BIGLOOP_ESCAPE_API_KEY"] = CANARY
     try:
-        yield Host(outside, db_path, secret, victim, listeners, _runtime_hash())
+        yield Host(outside, db_path, secret, victim, listeners, _runtime_hash(), _sysctls())
     finally:
         os.environ.pop("BIGLOOP_ESCAPE_API_KEY", None)
         victim.kill()
@@ -353,37 +432,101 @@ def test_the_kernel_alone_still_runs_ordinary_code(host: Host) -> None:
         )
 
 
+# the kernel cases that are safe to run unconfined (clock_settime would set the clock)
+CONTROLLED = sorted(set(KERNEL_CASES) - {"clock_settime"})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the control shows what host root could do")
+@pytest.mark.parametrize("case", CONTROLLED)
+def test_the_checks_see_each_kernel_escape_unconfined(host: Host, case: str) -> None:
+    """The control run: each kernel case, run as plain host root outside the sandbox,
+    trips at least one check, so a pass inside the sandbox means something."""
+    code = CASES[case].format(**host.fields())
+    if absent := [
+        p for p in ("/proc/kcore", "/proc/sysrq-trigger") if p in code and not os.path.exists(p)
+    ]:
+        pytest.skip(f"this kernel has no {absent[0]}")
+    before = _sysctls()
+    try:
+        said = subprocess.run(
+            [sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60
+        )
+        output = said.stdout + said.stderr
+        tripped = host.harm() != [] or "ESCAPED" in output or CANARY in output
+    finally:
+        for name, value in before.items():  # put back what the control changed
+            if _sysctls().get(name) != value:
+                Path("/proc/sys", name).write_text(value)
+    assert tripped, output
+    assert _sysctls() == before
+
+
+def test_the_sandbox_never_runs_as_host_root(host: Host) -> None:
+    """Read from the host, not from inside (a nested user namespace shows the sandbox
+    only its parent's ids): bwrap and the program run as an unprivileged host user."""
+    seen: dict[int, list[int]] = {}
+
+    async def watch() -> None:
+        run = asyncio.create_task(
+            run_sandboxed("import time; time.sleep(1.5)", LIMITS, audit_hook=False)
+        )
+        while not run.done():
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                with contextlib.suppress(OSError):
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    if b"/.bigloop/child.py" in command:
+                        status = Path(f"/proc/{pid}/status").read_text()
+                        uids = next(line for line in status.splitlines() if line[:4] == "Uid:")
+                        seen[int(pid)] = [int(u) for u in uids.split()[1:]]
+            await asyncio.sleep(0.1)
+        await run
+
+    asyncio.run(watch())
+    assert seen, "no sandboxed process was seen"
+    expected = HOST_UID if os.geteuid() == 0 else os.geteuid()
+    assert all(uids == [expected] * 4 for uids in seen.values()), seen
+    assert expected != 0
+
+
 @pytest.mark.skipif(bool(os.environ.get(NESTED)), reason="already the unprivileged run")
-def test_the_escape_suite_holds_for_an_unprivileged_user(host: Host) -> None:
-    """The same suite, with bigloop itself running as uid 1000 (a user namespace whose
-    process has no capabilities after exec), so bubblewrap sets up the boundary
-    unprivileged."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        pytest.skip("util-linux unshare is missing")
-    done = subprocess.run(
-        [
-            unshare,
-            "--user",
-            "--map-user=1000",
-            "--map-group=1000",
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-x",
-            __file__,
-            "-k",
-            "escape_is_refused",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={**os.environ, NESTED: "1"},
-        cwd=Path(__file__).parents[2],
-    )
+@pytest.mark.skipif(os.geteuid() != 0, reason="this run is already unprivileged")
+def test_the_escape_suite_holds_for_an_unprivileged_user(tmp_path: Path) -> None:
+    """The same suite, with bigloop itself running as host uid 1000 (no capabilities,
+    no root anywhere), so bubblewrap sets up the boundary unprivileged. The Python
+    runtime may sit where uid 1000 cannot reach it (pyenv under a /root of mode 0700):
+    `unprivileged.py` opens it to that user in a mount namespace of its own first."""
+    base = Path(tempfile.mkdtemp(prefix="bigloop-unprivileged-"))
+    os.chown(base, UNPRIVILEGED, UNPRIVILEGED)
+    repo = Path(__file__).parents[2]
+    pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x"]
+    pytest_argv += ["--basetemp", str(base / "pytest"), __file__]
+    pytest_argv += ["-k", "escape_is_refused or never_runs_as_host_root"]
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                str(Path(__file__).with_name("unprivileged.py")),
+                str(UNPRIVILEGED),
+                *_reachable_roots(repo),
+                "--",
+                *pytest_argv,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+            env={**os.environ, NESTED: "1", "HOME": str(base), "USER": "bigloop-test"},
+            cwd=repo,
+        )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert f"{2 * len(CASES)} passed" in done.stdout, done.stdout[-2000:]
+    assert f"{2 * len(CASES) + 1} passed" in done.stdout, done.stdout[-2000:]
+
+
+def _reachable_roots(repo: Path) -> list[str]:
+    """The folders the unprivileged run reads: the interpreter's and the repository."""
+    found = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    return sorted({os.path.realpath(p) for p in [*found, str(repo)]})

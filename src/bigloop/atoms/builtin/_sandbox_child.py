@@ -59,6 +59,7 @@ _REFUSED = types.MappingProxyType(
         "object.__setattr__": _NO_INTROSPECTION,
     }
 )
+_THREADS = 64
 _GUARDED_ATTRIBUTES = frozenset({"__code__"})  # (namedtuple sets __defaults__)
 _REFUSED_MODULES = frozenset({"ctypes", "_ctypes", "_posixsubprocess", "_xxsubinterpreters"})
 # event: (positions of the paths it changes, position of their dir_fd or -1)
@@ -313,7 +314,8 @@ def _main() -> None:
         (resource.RLIMIT_CPU, cpu_s, cpu_s + 1),  # SIGXCPU at the soft limit, SIGKILL at hard
         (resource.RLIMIT_AS, memory, memory),
         (resource.RLIMIT_FSIZE, file_bytes, file_bytes),
-        (resource.RLIMIT_NPROC, 0, 0),  # no new process or thread (root is exempt)
+        # threads only (seccomp refuses new processes); counted per user namespace
+        (resource.RLIMIT_NPROC, _THREADS, _THREADS),
         (resource.RLIMIT_CORE, 0, 0),
         (resource.RLIMIT_NOFILE, 64, 64),
     ):

@@ -36,13 +36,11 @@ from bigloop.atoms.builtin._confine import (
     WORK,
     SandboxUnavailable,
     boundary,
-    memfd,
 )
 from bigloop.atoms.tool import Tool, tool
 
 __all__ = ["SandboxLimits", "SandboxStopped", "SandboxUnavailable", "python_sandbox"]
 
-_CHILD = Path(__file__).with_name("_sandbox_child.py")
 _MAX_CODE_CHARS = 100_000
 _TAIL_CHARS = 3000
 
@@ -105,21 +103,21 @@ async def run_sandboxed(code: str, limits: SandboxLimits, *, audit_hook: bool = 
     if len(code) > _MAX_CODE_CHARS:
         raise ValueError(f"The code is longer than {_MAX_CODE_CHARS} characters.")
     confined = boundary()
-    fds = (memfd(confined.base_filter), memfd(confined.no_exec_filter))
+    fds = confined.open_fds()
     try:
         process = await asyncio.create_subprocess_exec(
-            *confined.command(_CHILD, limits.folder_mb, fds, _CHILD_ENVIRONMENT),
+            *confined.command(limits.folder_mb, fds, _CHILD_ENVIRONMENT),
             *_child_command(confined.interpreter, limits, audit_hook),
             env=_ENVIRONMENT,  # bwrap's own environment is visible in the child's /proc/1
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, killed as a whole
-            pass_fds=fds,
+            pass_fds=tuple(fds),
+            cwd="/",  # bigloop's folder may be closed to the sandbox's host user
         )
     finally:
-        for fd in fds:
-            os.close(fd)
+        fds.close()
     try:
         output, stopped = await _communicate(process, code, limits)
     finally:
@@ -253,10 +251,12 @@ def isolation_layers() -> list[str]:
     kernel boundary cannot be set up (then `run_python` is not offered)."""
     if sandbox_problem() is not None:
         return []
+    host = boundary().host.uid
     return [
-        "user namespace (uid 65534, no capabilities)",
+        f"user namespace (uid 65534, no capabilities; host uid {host})",
         "pid namespace",
-        "mount namespace (runtime read-only, size-capped working folder)",
+        "mount namespace (runtime read-only, size-capped working folder, no /sys)",
+        "procfs with the kernel's knobs hidden (/proc/sys, /proc/kallsyms, ...)",
         "network namespace",
         "no_new_privs and seccomp (no processes, exec, ptrace, pidfd, sockets, mounts)",
         "rlimits",

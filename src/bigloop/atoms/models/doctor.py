@@ -72,11 +72,13 @@ def problems(found: dict[str, Any]) -> list[str]:
 
 def _sandbox() -> dict[str, Any]:
     """The kernel isolation `run_python` gets here, or why it is not offered."""
+    from bigloop.atoms.builtin._confine import boundary
     from bigloop.atoms.builtin.python_sandbox import isolation_layers, sandbox_problem
 
     if (problem := sandbox_problem()) is not None:
         return {"unavailable": problem}
-    return {"layers": isolation_layers()}
+    host = boundary().host
+    return {"layers": isolation_layers(), "runs_as": host.describe(), "host_uid": host.uid}
 
 
 def _llama(variant: cpu.Variant | None, flags: set[str]) -> dict[str, Any]:
