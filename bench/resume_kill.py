@@ -58,7 +58,7 @@ def build_loop(planner: str, db: Path, ledger: Path) -> Any:
         """Fetch item i (read-only)."""
         return await work("fetch", i)
 
-    @tool(idempotent=False)
+    @tool(idempotent=False, effect="write")  # resumed exactly once; no approval to wait on
     async def charge(i: int) -> str:
         """Charge item i (a side effect that must happen once)."""
         return await work("charge", i)

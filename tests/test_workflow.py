@@ -166,7 +166,7 @@ def test_a_workflow_with_an_irreversible_step_is_gated_by_approval() -> None:
     def script() -> ScriptedModel:
         return ScriptedModel([call("pay_rent", to="Ann"), json.dumps({"answer": "done"})])
 
-    denied = Loop(script(), [pay_rent().as_tool()]).run_sync("Pay the rent to Ann.")
+    denied = Loop(script(), [pay_rent().as_tool()], approve=None).run_sync("Pay the rent to Ann.")
     assert SENT == []
     assert denied.tool_steps[0].error == "denied"
     assert denied.tool_steps[0].output.startswith("Error: denied: needs approval: pay_rent")

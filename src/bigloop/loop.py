@@ -31,7 +31,14 @@ from bigloop.policies import (
     ToolSelector,
     with_approval,
 )
-from bigloop.policies.approval import Approver, approve_all, says_yes
+from bigloop.policies.approval import (
+    APPROVAL,
+    ASK,
+    Approver,
+    approval_question,
+    approve_all,
+    says_yes,
+)
 from bigloop.policies.clarify import Clarify
 from bigloop.registry import Registry, RegistrySearch, find_tools_tool
 from bigloop.routing.cascade import LearnsFromRuns
@@ -71,9 +78,11 @@ class Loop:
         selectors: the tool selectors, in order (default: relevance gate, then BM25 rank
             keeping `top_k`; with a registry, `RegistrySearch`).
         approve: who approves calls to irreversible tools, `approve(call, spec) -> bool`
-            (sync or async); "ask": the user, by answering a question (through `ask`, or
-            the run stops with it and `resume(run_id, answer="yes")` makes the call);
-            None denies them. The approval gate ends every list of
+            (sync or async); "ask" (the default): the user, by answering a question
+            (through `ask`, or the run stops with it, `RunResult.pending` holds the call,
+            and `resume(run_id, answer="yes")` or `run("yes",
+            history=result.messages)` makes the call); None: nobody, every such call
+            is denied. The approval gate ends every list of
             checks, `checks` included (`with_approval`); `approve_all` switches it off.
         secrets: values that never reach the trace store (added to its `Redactor`).
     """
@@ -96,7 +105,7 @@ class Loop:
         checks: Sequence[CallCheck] | None = None,
         selectors: Sequence[ToolSelector] | None = None,
         answer_checks: Sequence[AnswerCheck] | None = None,
-        approve: Approver | Literal["ask"] | None = None,
+        approve: Approver | Literal["ask"] | None = ASK,
         secrets: Sequence[str] = (),
     ) -> None:
         if registry is not None:
@@ -142,7 +151,7 @@ class Loop:
         *,
         store: TraceStore | None = None,
         ask: AskFn | None = None,
-        approve: Approver | Literal["ask"] | None = None,
+        approve: Approver | Literal["ask"] | None = ASK,
         tools: Sequence[Tool] | None = None,
         model: ChatModel | None = None,
     ) -> Loop:
@@ -210,7 +219,31 @@ class Loop:
         ctx = self._context(uuid.uuid4().hex[:12], task, messages)
         if self.store:
             self.store.start_run(ctx.run_id, task, self.model.name, self._run_config())
+        if history and (asked := self._approval_waiting(history)) is not None:
+            ctx.messages[-1].answers = asked.text  # the task answers the loop's question
+            self._record(ctx, _answer_step(ctx, asked, task, ctx.messages[-1]), None)
+            await self._make_approved(ctx, asked, task, on_step)
         return await self._drive(ctx, on_step)
+
+    def _approval_waiting(self, history: list[Message]) -> Question | None:
+        """The approval an earlier run of this conversation stopped on, when `history`
+        ends with it (the loop's own question, after the call it quotes): the next user
+        turn is its answer, as `resume` would take it."""
+        last = history[-1]
+        if last.role != "assistant" or last.origin != "loop":
+            return None
+        for message in reversed(history[:-1]):
+            for call in message.tool_calls if message.role == "assistant" else ():
+                spec = self.catalog.get(call.name)
+                if spec is not None and approval_question(call) == last.content:
+                    return Question(
+                        text=last.content,
+                        kind="approval",
+                        check=APPROVAL,
+                        call=call,
+                        effect=spec.effect,
+                    )
+        return None
 
     def run_sync(
         self,
@@ -253,18 +286,7 @@ class Loop:
             note = USER_ANSWERED.format(question=asked.text, answer=answer)
             message = Message(role="user", content=note, origin="user", answers=asked.text)
             ctx.messages.append(message)
-            step = Step(
-                run_id=ctx.run_id,
-                index=len(ctx.steps),
-                kind="ask",
-                name="user",
-                input={"question": asked.text},
-                output=answer,
-                message=message,
-                started_at=time.time(),
-                question=asked,
-            )
-            self._record(ctx, step, None)
+            self._record(ctx, _answer_step(ctx, asked, answer, message), None)
             await self._make_approved(ctx, asked, answer, on_step)
         return await self._drive(ctx, on_step)
 
@@ -337,6 +359,7 @@ class Loop:
         history = list(messages)
         messages.append(Message(role="user", content=task))
         return RunContext(
+            grounds=self._system_said(history),
             run_id=run_id,
             task=task,
             model=self.model,
@@ -355,6 +378,21 @@ class Loop:
             on_result=hooks,
             planner=self.planner.name,
         )
+
+    def _system_said(self, history: list[Message]) -> tuple[str, ...]:
+        """What the user said in system prompts: the loop's own `system` without the
+        demonstrations a config adds (`LoopConfig.system`), and a history's own system
+        message (merged after the loop's by `_with_system`). Such text grounds values (a
+        date or an account id given there); the demonstrations' values do not."""
+        own = self.config.system if self.config is not None else self.system
+        said = [own] if own else []
+        first = history[0] if history else None
+        system = self.system or ""
+        if first is None or first.role != "system" or first.content == system:
+            return tuple(said)
+        merged = bool(system) and first.content.startswith(system + "\n\n")
+        said.append(first.content[len(system) + 2 :] if merged else first.content)
+        return tuple(said)
 
     async def _drive(self, ctx: RunContext, on_step: OnStep | None) -> RunResult:
         status: RunStatus = "failed"
@@ -414,6 +452,7 @@ class Loop:
             cost=ctx.cost,
             messages=ctx.messages,
             question=ctx.question,
+            pending=_waiting_question(ctx.steps, ctx.question) if ctx.question else None,
             planner=ctx.planner,
         )
 
@@ -427,6 +466,21 @@ class Loop:
             "max_steps": self.budget.max_steps,
             "planner": self.planner.name,
         }
+
+
+def _answer_step(ctx: RunContext, asked: Question, answer: str, message: Message) -> Step:
+    """The user's answer to the loop's question, as the run's next step."""
+    return Step(
+        run_id=ctx.run_id,
+        index=len(ctx.steps),
+        kind="ask",
+        name="user",
+        input={"question": asked.text},
+        output=answer,
+        message=message,
+        started_at=time.time(),
+        question=asked,
+    )
 
 
 def _waiting_question(steps: list[Step], text: str) -> Question:

@@ -157,13 +157,12 @@ class PlannerRules:
 
 
 def _copied_asked(asks: Clarify | None) -> frozenset[Reason]:
-    """A call refused for copying the docs' example is asked about too when the clarifying
-    check asks about values from nowhere: made again, it passes the copy check (the model
-    was told) and reaches the clarifying check, which asks for the value (measured: the
-    tuned 0.5B answered "Celsius" instead of asking for the city, bench/results/ablate/tuned)."""
-    return (
-        frozenset({Reason.COPIED_EXAMPLE}) if asks is not None and asks.ungrounded else frozenset()
-    )
+    """A call refused for copying the docs' example is asked about whenever the loop asks
+    at all: the model was told, and a model that insists on "Rome" for a city the user
+    never named has no value (measured: the tuned 0.5B answered "Celsius" instead of
+    asking for the city, bench/results/ablate/tuned; with clarify="missing" the copy was
+    made unasked, bench/results/do_no_harm/README.md)."""
+    return frozenset({Reason.COPIED_EXAMPLE}) if asks is not None else frozenset()
 
 
 @dataclass(kw_only=True)

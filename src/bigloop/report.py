@@ -71,7 +71,7 @@ class Terminal:
             instead of hanging.
         approve: shows an irreversible call (tool and arguments) and asks whether to
             make it (default: no); None when stdin or stderr is not a terminal, so that
-            such calls are denied (`bigloop.policies.approval`).
+            the run stops with the approval question (`bigloop.policies.approval`).
     """
 
     def __init__(self, *, json_out: bool = False, redactor: Redactor | None = None) -> None:

@@ -49,7 +49,9 @@ def test_a_denied_call_is_not_a_failure_of_the_tool(tmp_path: Path) -> None:
         return json.dumps({"tool_calls": [{"name": "wipe", "arguments": {"folder": folder}}]})
 
     store = TraceStore(tmp_path / "t.db")
-    Loop(ScriptedModel([call("a"), answer("no")]), [wipe], store=store).run_sync("Wipe a.")
+    Loop(ScriptedModel([call("a"), answer("no")]), [wipe], store=store, approve=None).run_sync(
+        "Wipe a."
+    )
     denied = observe(store)
     assert "wipe" not in denied  # denied by the gate: never called, so never failed
     approved = Loop(

@@ -319,10 +319,11 @@ def city_weather(city: str) -> str:
 
 
 def test_a_copied_example_given_up_on_is_asked_about_when_clarify_asks() -> None:
-    """The docs' example city, refused as copied, then an answer from memory: with
-    clarify asking about values from nowhere (the default config), the call is made again
-    and the user is asked; in a conversation that already called tools, nothing judges
-    its values, so the answer stands and no call is made."""
+    """The docs' example city, refused as copied, then an answer from memory: whenever
+    clarify asks at all ("missing", the default, or "ungrounded"), the call is made again
+    and the user is asked (a copy is a missing value in disguise); with clarify off the
+    answer stands; in a conversation that already called tools, nothing judges its
+    values, so the answer stands and no call is made."""
     from bigloop import LoopConfig
 
     copied = call("city_weather", city="Lisbon")
@@ -332,8 +333,13 @@ def test_a_copied_example_given_up_on_is_asked_about_when_clarify_asks() -> None
     ).run_sync("What's the weather like right now?")
     assert asked.status == "input_required", [(s.kind, s.error) for s in asked.steps]
     assert "city" in (asked.question or "")
+    for clarify in ("missing", "ungrounded"):
+        asked = Loop.from_config(
+            LoopConfig(clarify=clarify), model=ScriptedModel(list(script)), tools=[city_weather]
+        ).run_sync("What's the weather like right now?")
+        assert asked.status == "input_required" and "city" in (asked.question or ""), clarify
     plain = Loop.from_config(
-        LoopConfig(clarify="missing"), model=ScriptedModel(list(script)), tools=[city_weather]
+        LoopConfig(clarify="off"), model=ScriptedModel(list(script)), tools=[city_weather]
     ).run_sync("What's the weather like right now?")
     assert plain.status == "ok" and plain.answer == "It is measured in Celsius."
     earlier = Loop.from_config(
@@ -378,3 +384,52 @@ def test_a_made_up_call_with_a_copied_example_is_not_asked_about() -> None:
         tools=[scale],
     ).run_sync("Scale 3 for me.")
     assert grounded.status == "input_required" and "unit" in (grounded.question or "")
+
+
+def test_a_copy_the_model_insists_on_is_asked_about_even_when_only_missing_values_are() -> None:
+    """clarify="missing": the copied example made twice is a question, not a call."""
+    from bigloop import LoopConfig
+
+    copied = call("city_weather", city="Lisbon")
+    result = Loop.from_config(
+        LoopConfig(clarify="missing"),
+        model=ScriptedModel([copied, copied, answer("Sunny.")]),
+        tools=[city_weather],
+    ).run_sync("What's the weather like right now?")
+    assert result.status == "input_required" and "city" in (result.question or "")
+    assert not any(s.kind == "tool" and s.error is None for s in result.steps)
+
+
+@tool
+def book_table(date: str, time: str, people: int) -> str:
+    """Book a restaurant table.
+
+    Args:
+        date: the day, YYYY-MM-DD.
+        time: the time, HH:MM:SS (24-hour).
+        people: how many.
+    """
+    return f"booked {date} {time} for {people}"
+
+
+def test_values_said_another_way_or_in_the_system_prompt_are_grounded() -> None:
+    """ "6:30 PM next Friday" with today's date in the system prompt grounds 18:30:00
+    and 2024-03-08; a value only the system prompt gives grounds too (clarify
+    "ungrounded", the strictest)."""
+    booking = call("book_table", date="2024-03-08", time="18:30:00", people=2)
+    result = Loop(
+        ScriptedModel([booking, answer("Booked.")]),
+        [book_table],
+        system="Today is Friday, 2024-03-01.",
+        clarify=Clarify(),
+    ).run_sync("A table for 2 at 6:30 PM next Friday, please.")
+    assert result.status == "ok", [(s.kind, s.name, s.error, s.output) for s in result.steps]
+    assert result.answer == "Booked."
+    wrong = call("book_table", date="2024-03-08", time="19:00:00", people=2)
+    refused = Loop(
+        ScriptedModel([wrong, wrong, answer("Booked.")]),
+        [book_table],
+        system="Today is Friday, 2024-03-01.",
+        clarify=Clarify(),
+    ).run_sync("A table for 2 at 6:30 PM next Friday, please.")
+    assert refused.status == "input_required" and "time" in (refused.question or "")

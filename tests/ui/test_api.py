@@ -92,7 +92,7 @@ def test_a_denied_call_is_shown_as_refused(store: TraceStore, client: TestClient
         raise AssertionError("a denied call is never made")
 
     model = ScriptedModel([calls(("wipe", {"folder": "inbox"})), answer("It needs approval.")])
-    run_id = Loop(model, [wipe], store=store).run_sync("Wipe my inbox.").run_id
+    run_id = Loop(model, [wipe], store=store, approve=None).run_sync("Wipe my inbox.").run_id
     steps = client.get(f"/api/runs/{run_id}").json()["steps"]
     assert [(s["kind"], s["error"]) for s in steps] == [
         ("model", None),

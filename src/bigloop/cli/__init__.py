@@ -239,7 +239,7 @@ def run(
     When a required value is missing, it asks you (or, without a terminal, stops with the
     question: answer with `bigloop resume RUN_ID --answer ...`). A call to a tool that
     cannot be undone is shown to you (tool and arguments) to approve; without a terminal
-    it is denied. Secrets (URL credentials, API keys, secret environment variables) are
+    the run stops with that question (approve with `bigloop resume RUN_ID --answer yes`). Secrets (URL credentials, API keys, secret environment variables) are
     redacted from what is shown.
 
     Settings come from the options given, then the --config file, then the defaults.
@@ -424,7 +424,9 @@ def _run_loop(
     from bigloop.loop import Loop
 
     terminal = report.Terminal(json_out=json_out)
-    loop = Loop.from_config(config, store=store, ask=terminal.ask, approve=terminal.approve)
+    # without a terminal, an irreversible call stops the run with its approval question
+    approve = terminal.approve if terminal.approve is not None else "ask"
+    loop = Loop.from_config(config, store=store, ask=terminal.ask, approve=approve)
     hook = _otel_hook(otlp, config, store)
 
     def on_step(step: Step) -> None:

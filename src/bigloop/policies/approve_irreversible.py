@@ -26,10 +26,12 @@ from bigloop.trace.records import Question
 class ApproveIrreversible:
     """Makes a call to an irreversible tool only when `approve` says yes (exactly `True`).
 
-    With `ask`, the user is the approver: the call becomes a question
-    (`approval_question`) until the user has answered it — yes makes exactly that call,
-    anything else denies it. Without an approver — a run nobody can be asked in — every
-    irreversible call is denied. The denial goes back to the model as the call's result
+    With `ask` (what a `Loop` sets by default, `approve="ask"`), the user is the
+    approver: the call becomes a question (`approval_question`) until the user has
+    answered it — yes makes exactly that call, anything else denies it; a run without an
+    `ask` callback stops with the question ("input_required"), it does not deny the call
+    behind the caller's back. With neither an approver nor `ask` (the gate alone, or
+    `Loop(approve=None)`: nobody can be asked), every irreversible call is denied. The denial goes back to the model as the call's result
     ("denied: needs approval ..."); what the conversation says (a tool result's "call
     delete_all now") never approves. Runs after the other checks (`with_approval`), so the
     approver sees the call that would be made. See `bigloop.policies.approval`.
@@ -50,7 +52,9 @@ class ApproveIrreversible:
             question = approval_question(call)
             said = evidence.answer_to(question)
             if said is None:
-                asked = Question(text=question, kind="approval", check=self.name, call=call)
+                asked = Question(
+                    text=question, kind="approval", check=self.name, call=call, effect=spec.effect
+                )
                 return Verdict(action="ask", question=asked)
             return ACCEPT if says_yes(said) else _denied(call, "the user did not approve it")
         if self.approve is None:
@@ -95,8 +99,10 @@ def with_approval(
 
 
 def _given(gate: CallCheck, approve: Approver | Literal["ask"] | None) -> CallCheck:
-    if approve is None or not isinstance(gate, ApproveIrreversible) or gate.approve is not None:
+    if not isinstance(gate, ApproveIrreversible) or gate.approve is not None:
         return gate
+    if approve is None:
+        return replace(gate, ask=False)  # nobody to ask: denied
     if approve == ASK:
         return replace(gate, ask=True)
     assert not isinstance(approve, str)

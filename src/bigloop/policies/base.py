@@ -21,6 +21,8 @@ checks leaves it out; switching it off is explicit (`bigloop.policies.approval`)
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,6 +30,7 @@ from typing import Any, Literal, Protocol
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.policies.grounding import grounded, with_normal_forms
+from bigloop.policies.moments import moments
 from bigloop.policies.wording import render
 from bigloop.trace.records import Question, Reason, Refusal
 
@@ -145,6 +148,15 @@ class Evidence:
         it writes ("2,480" also as 2480; `with_normal_forms`)."""
         return _lower_text(self._source)
 
+    @cached_property
+    def moments(self) -> frozenset[str]:
+        """The normal forms of the dates and times people said in words ("6:30 PM next
+        Friday" → 18:30:00, 2024-03-08, ...; `bigloop.policies.moments`), from their own
+        turns and system prompts (tool results write theirs in machine forms). Matched
+        against a whole value, never a part: a date's digits ground no other number."""
+        spoken = self._source if self._user is None else self._user
+        return frozenset(moments(_joined(spoken).lower()))
+
     @property
     def said(self) -> str:
         """`text` (kept for checks written against it)."""
@@ -156,16 +168,36 @@ class Evidence:
         return self.text if self._user is None else _lower_text(self._user)
 
     def mentions(self, value: str | int | float) -> bool:
-        """Whether `value`'s words and numbers all occur in the conversation (`grounded`)."""
-        return grounded(value, self.text)
+        """Whether `value`'s words and numbers all occur in the conversation (`grounded`),
+        or it is a date or time the conversation says in words (`moments`)."""
+        return grounded(value, self.text) or said_as_moment(value, self.moments)
 
     def user_mentions(self, value: str | int | float) -> bool:
         """Whether the user themselves gave `value` (`mentions`, tool results left out)."""
-        return grounded(value, self.user_said)
+        return grounded(value, self.user_said) or said_as_moment(value, self.moments)
 
 
 def _lower_text(source: Texts) -> str:
-    return with_normal_forms((source if isinstance(source, str) else "\n".join(source())).lower())
+    return with_normal_forms(_joined(source).lower())
+
+
+_DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[t ](.+)")
+
+
+def said_as_moment(value: str | int | float, forms: frozenset[str]) -> bool:
+    """Whether `value` is one of `forms` as a whole, or a date and a time ("2024-03-08
+    18:30:00", "2024-03-08T18:30") that both are."""
+    if not isinstance(value, str) or not forms:
+        return False
+    text = value.strip().lower()
+    if text in forms:
+        return True
+    both = _DATE_TIME.fullmatch(text)
+    return both is not None and both.group(1) in forms and both.group(2) in forms
+
+
+def _joined(source: Texts) -> str:
+    return source if isinstance(source, str) else "\n".join(source())
 
 
 class CallCheck(Protocol):

@@ -41,7 +41,8 @@ class Clarify:
     from the results) instead of asking the user.
 
     Attributes:
-        missing: ask when a required argument is absent.
+        missing: ask when a required argument is absent, or when the model makes again a
+            call whose value was refused as a copy of the docs' example.
         ungrounded: act when a required string or number argument's value is mentioned
             nowhere in the conversation (values from enums and booleans are exempt); for an
             irreversible tool, nowhere in what the user said (tool results left out). A
@@ -60,7 +61,7 @@ class Clarify:
 
     def check(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
         missing, ungrounded = self._unknown(call, spec, evidence)
-        if not missing and ungrounded and self.retry_first:
+        if not missing and ungrounded and self.ungrounded and self.retry_first:
             guesses = evidence.guesses_after_results if self.settle else None
             if guesses is not None:
                 reason = Reason.SETTLE if guesses else Reason.WANDERING
@@ -107,6 +108,8 @@ class Clarify:
             if judge and guessable(value) and "enum" not in props.get(name, {}):
                 if not mentions(value):
                     ungrounded.append(name)
+            elif self.missing and _insists_on_copy(call, name, evidence):
+                ungrounded.append(name)
         return missing, ungrounded
 
     def _question(self, call: ToolCall, spec: ToolSpec, unknown: list[str]) -> str | None:
@@ -115,6 +118,17 @@ class Clarify:
         props = spec.parameters.get("properties", {})
         what = " and ".join(_describe(n, props.get(n, {})) for n in unknown)
         return f"To call {call.name}, what is {what}?"
+
+
+def _insists_on_copy(call: ToolCall, name: str, evidence: Evidence) -> bool:
+    """Whether the model makes again a call whose value of `name` was refused as a copy
+    of the docs' example: it has no value of its own, so even when only missing values
+    are asked about, this one is (a copy is a value missing in disguise)."""
+    value = call.arguments[name]
+    return any(
+        r.reason is Reason.COPIED_EXAMPLE and r.tool == call.name and r.values.get(name) == value
+        for r in evidence.refusals
+    )
 
 
 def _describe(name: str, schema: dict[str, object]) -> str:

@@ -121,6 +121,8 @@ class RunContext:
         budget, usage, cost, model_turns, repairs: accounting.
         answer, question: how the run ended.
         planner: the name of the planner that ran (set by delegating planners).
+        grounds: what the user said outside their turns (their system prompts): it
+            grounds values as their turns do.
     """
 
     run_id: str
@@ -140,6 +142,7 @@ class RunContext:
     store: TraceStore | None = None
     on_result: Sequence[ResultHook] = ()
     planner: str = "react"
+    grounds: tuple[str, ...] = ()
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     cost: float = 0.0
@@ -375,11 +378,13 @@ class RunContext:
 
         def texts() -> list[str]:
             said = [m.content for m in self.messages if m.origin in ("user", "tool")]
-            return said + [str(s.output) for s in self.steps if _said_by(s) in ("user", "tool")]
+            ran = [str(s.output) for s in self.steps if _said_by(s) in ("user", "tool")]
+            return [*self.grounds, *said, *ran]
 
         def user() -> list[str]:
             said = [m.content for m in self.messages if m.origin == "user"]
-            return said + [str(s.output) for s in self.steps if _said_by(s) == "user"]
+            ran = [str(s.output) for s in self.steps if _said_by(s) == "user"]
+            return [*self.grounds, *said, *ran]
 
         def answers() -> dict[str, str]:
             return {

@@ -124,16 +124,19 @@ class Question:
         check: the name of the check that asked ("" when a planner asked).
         call: the call the question is about, when there is one: a yes to an approval
             makes exactly this call.
+        effect: for an approval, what the call does (`Tool.effect`: "irreversible").
     """
 
     text: str
     kind: QuestionKind = "other"
     check: str = ""
     call: ToolCall | None = None
+    effect: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         call = None if self.call is None else asdict(self.call)
-        return {"text": self.text, "kind": self.kind, "check": self.check, "call": call}
+        data = {"text": self.text, "kind": self.kind, "check": self.check, "call": call}
+        return data | ({"effect": self.effect} if self.effect else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Question:
@@ -144,6 +147,7 @@ class Question:
             kind=kind if kind in ("clarify", "approval") else "other",
             check=str(data.get("check") or ""),
             call=None if call is None else ToolCall(**call),
+            effect=data.get("effect") or None,
         )
 
 
@@ -185,7 +189,11 @@ class RunResult:
     """The conversation at the end of the run: pass it as `history` to continue it."""
     question: str | None = None
     """With status "input_required": what the user must answer (`Loop.resume(run_id,
-    answer=...)` continues the run with it)."""
+    answer=...)` continues the run with it; so does `Loop.run(answer,
+    history=result.messages)`)."""
+    pending: Question | None = None
+    """With status "input_required": the question as data — its kind ("approval",
+    "clarify"), and for an approval the exact call and its effect."""
     planner: str = "react"
     cost: float = 0.0
     """From the atoms' cards: `cost` per model turn or tool call, `cost_per_token`."""
