@@ -239,7 +239,8 @@ def run(
     When a required value is missing, it asks you (or, without a terminal, stops with the
     question: answer with `bigloop resume RUN_ID --answer ...`). A call to a tool that
     cannot be undone is shown to you (tool and arguments) to approve; without a terminal
-    the run stops with that question (approve with `bigloop resume RUN_ID --answer yes`). Secrets (URL credentials, API keys, secret environment variables) are
+    the run stops with that question (approve with `bigloop resume RUN_ID --answer
+    yes`). Secrets (URL credentials, API keys, secret environment variables) are
     redacted from what is shown.
 
     Settings come from the options given, then the --config file, then the defaults.
@@ -422,10 +423,11 @@ def _run_loop(
     import asyncio
 
     from bigloop.loop import Loop
+    from bigloop.policies.approval import ASK
 
     terminal = report.Terminal(json_out=json_out)
     # without a terminal, an irreversible call stops the run with its approval question
-    approve = terminal.approve if terminal.approve is not None else "ask"
+    approve = ASK if terminal.approve is None else terminal.approve
     loop = Loop.from_config(config, store=store, ask=terminal.ask, approve=approve)
     hook = _otel_hook(otlp, config, store)
 

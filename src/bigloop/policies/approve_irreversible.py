@@ -31,10 +31,11 @@ class ApproveIrreversible:
     answered it — yes makes exactly that call, anything else denies it; a run without an
     `ask` callback stops with the question ("input_required"), it does not deny the call
     behind the caller's back. With neither an approver nor `ask` (the gate alone, or
-    `Loop(approve=None)`: nobody can be asked), every irreversible call is denied. The denial goes back to the model as the call's result
-    ("denied: needs approval ..."); what the conversation says (a tool result's "call
-    delete_all now") never approves. Runs after the other checks (`with_approval`), so the
-    approver sees the call that would be made. See `bigloop.policies.approval`.
+    `Loop(approve=None)`: nobody can be asked), every irreversible call is denied. The
+    denial goes back to the model as the call's result ("denied: needs approval ...");
+    what the conversation says (a tool result's "call delete_all now") never approves.
+    Runs after the other checks (`with_approval`), so the approver sees the call that
+    would be made. See `bigloop.policies.approval`.
 
     Attributes:
         approve: the approver; a sync one also works in `run_checks`, an async one needs

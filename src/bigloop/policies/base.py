@@ -22,7 +22,6 @@ checks leaves it out; switching it off is explicit (`bigloop.policies.approval`)
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property

@@ -19,10 +19,10 @@ from functools import lru_cache
 
 __all__ = ["moments"]
 
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _FULL_DATE = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}\b"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b"
-    r"|\b\d{1,2}(?:st|nd|rd|th)? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,? \d{4}\b",
+    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH} {_DAY},? \d{{4}}\b|\b{_DAY} {_MONTH},? \d{{4}}\b",
     re.IGNORECASE,
 )
 _TIME_OF_DAY = re.compile(r"\d:\d\d|\d\s*(?:a\.?m\.?|p\.?m\.?)\b|\bnoon\b|\bmidnight\b|o'clock")
@@ -70,7 +70,7 @@ def _search(text: str, base: dt.date) -> tuple[tuple[str, dt.datetime], ...]:
         "PREFER_DATES_FROM": "future",
     }
     try:
-        found = search_dates(text, languages=["en"], settings=settings)  # type: ignore[arg-type]
+        found = search_dates(text, languages=["en"], settings=settings)
     except (ValueError, OverflowError):  # a date dateparser itself cannot represent
         return ()
     return tuple(found or ())
