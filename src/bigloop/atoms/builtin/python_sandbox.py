@@ -246,6 +246,15 @@ def sandbox_problem() -> str | None:
     return None
 
 
+def sandbox_host_user() -> tuple[int, str] | None:
+    """Who `run_python`'s programs run as on the host (uid, and a line saying so), or
+    None when the sandbox is not offered here. Never uid 0."""
+    if sandbox_problem() is not None:
+        return None
+    host = boundary().host
+    return host.uid, host.describe()
+
+
 def isolation_layers() -> list[str]:
     """The isolation this machine gives `run_python`, for diagnostics; empty when the
     kernel boundary cannot be set up (then `run_python` is not offered)."""

@@ -72,13 +72,16 @@ def problems(found: dict[str, Any]) -> list[str]:
 
 def _sandbox() -> dict[str, Any]:
     """The kernel isolation `run_python` gets here, or why it is not offered."""
-    from bigloop.atoms.builtin._confine import boundary
-    from bigloop.atoms.builtin.python_sandbox import isolation_layers, sandbox_problem
+    from bigloop.atoms.builtin.python_sandbox import (
+        isolation_layers,
+        sandbox_host_user,
+        sandbox_problem,
+    )
 
-    if (problem := sandbox_problem()) is not None:
+    if (problem := sandbox_problem()) is not None or (host := sandbox_host_user()) is None:
         return {"unavailable": problem}
-    host = boundary().host
-    return {"layers": isolation_layers(), "runs_as": host.describe(), "host_uid": host.uid}
+    uid, runs_as = host
+    return {"layers": isolation_layers(), "runs_as": runs_as, "host_uid": uid}
 
 
 def _llama(variant: cpu.Variant | None, flags: set[str]) -> dict[str, Any]:
