@@ -5,7 +5,7 @@ machine, in one process.
 Both models are loaded once; then, `--repeats` times, each is timed reading 256 tokens
 and writing 32 one at a time (`Rates.measure`, the probe `bigloop` uses for its latency
 floor), alternating which goes first so neither gets the warmer caches. The medians and
-their ratio are reported; the adapter is `--model embedded-tuned`'s unless `--adapter`
+their ratio are reported; the adapter is the suite adapter of attempt 3 unless `--adapter`
 names another file.
 
     python bench/adapter_cost.py --repeats 7
@@ -21,7 +21,6 @@ from pathlib import Path
 
 from bigloop import LocalModel
 from bigloop.atoms.models.rates import Rates
-from bigloop.atoms.models.weights import tuned_adapter
 
 RESULTS = Path(__file__).parent / "results" / "finetune"
 
@@ -29,9 +28,14 @@ RESULTS = Path(__file__).parent / "results" / "finetune"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--adapter", type=Path, help="a GGUF LoRA (default: embedded-tuned's)")
+    parser.add_argument(
+        "--adapter",
+        type=Path,
+        default=Path(__file__).parent / "results" / "finetune" / "suite3" / "adapter.gguf",
+        help="a GGUF LoRA (default: the suite adapter of attempt 3)",
+    )
     args = parser.parse_args()
-    adapter = args.adapter or tuned_adapter("embedded-tuned")
+    adapter = args.adapter
     models = {
         "base": LocalModel(name="embedded").llama(),
         "adapter": LocalModel(name="embedded+adapter", lora=adapter).llama(),

@@ -277,9 +277,16 @@ def test_answer_turns_are_capped_to_their_share() -> None:
     assert _capped(calls + answers[:1], 0.05, lambda line: None) == calls + answers[:1]
 
 
-def test_the_shipped_adapter_is_the_one_its_hash_names() -> None:
+def test_a_withdrawn_model_name_says_why_and_what_to_use() -> None:
+    with pytest.raises(UserError, match="withdrawn.*0 of 48.*--model embedded"):
+        ModelSpec(name="embedded-tuned").build()
+
+
+def test_the_shipped_adapters_are_the_ones_their_hashes_name() -> None:
     from bigloop.atoms.models import weights
 
+    shipped = sorted(p.name for p in weights.ADAPTERS.glob("*.gguf"))
+    assert shipped == sorted(t.adapter for t in weights.TUNED.values())  # none unlisted
     for name, tuned in weights.TUNED.items():
         path = weights.tuned_adapter(name)
         assert path.name == tuned.adapter and path.stat().st_size < 32 * 1024 * 1024

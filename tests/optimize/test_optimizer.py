@@ -572,3 +572,51 @@ def test_configs_without_escalate_keep_the_fingerprints_of_earlier_runs() -> Non
     assert fingerprint(LoopConfig(escalate="coder-1.5b")) != fingerprint(LoopConfig())
     unsure = LoopConfig(escalate="coder-1.5b", escalate_when="unsure")
     assert fingerprint(unsure) != fingerprint(LoopConfig(escalate="coder-1.5b"))
+
+
+class AdapterBench(RuleBench):
+    """Dev rises with an adapter (every example right); `elsewhere` examples — a source
+    the training never saw — are right without one and wrong with it."""
+
+    name = "adapter"
+
+    def __init__(self, *, harmful: bool) -> None:
+        super().__init__()
+        self.harmful = harmful
+
+    async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
+        if example.id.startswith("elsewhere"):
+            right = not (self.harmful and config.adapter)
+            return Outcome(example_id=example.id, score=float(right), seconds=1.0)
+        if config.adapter:
+            return Outcome(example_id=example.id, score=1.0, seconds=1.0)
+        return await super().evaluate(config, example)
+
+
+@pytest.mark.parametrize("harmful", [False, True])
+def test_a_tuned_model_is_kept_only_when_it_loses_nothing_it_never_trained_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, harmful: bool
+) -> None:
+    """Plumbing of the do-no-harm gate (`Tuning.harm`): the finetune step's candidate
+    beats dev either way; it is kept only when the never-trained source does not drop."""
+    from bigloop.optimize.harm import HarmSource
+    from bigloop.optimize.optimizer import Proposal, Tuning
+
+    bench = AdapterBench(harmful=harmful)
+    evaluator = Evaluator(bench, tmp_path / "evals.jsonl")
+    elsewhere = [Example(id=f"elsewhere-{k}", task="t") for k in range(4)]
+    source = HarmSource(
+        name="other", evaluator=Evaluator(bench, tmp_path / "h.jsonl"), examples=elsewhere
+    )
+    tuning = Tuning(base_gguf=tmp_path / "m.gguf", folder=tmp_path, harm=[source])
+    optimizer = Optimizer(bench, evaluator, reflector("-"), steps=["finetune"], tuning=tuning)
+
+    async def tuned(current: LoopConfig, train: object, dev: list[Example]) -> Proposal:
+        config = current.model_copy(update={"adapter": str(tmp_path / "a.gguf")})
+        return Proposal(config=config, scores=await evaluator.score(config, dev), what="lora")
+
+    monkeypatch.setattr(optimizer, "_finetune", tuned)
+    result = asyncio.run(optimizer.run(LoopConfig()))
+    assert (result.adapter is not None) is not harmful
+    checks = (result.provenance or {})["do_no_harm"][0]["checks"]
+    assert checks == [{"source": "other", "n": 4, "before": 4, "after": 0 if harmful else 4}]

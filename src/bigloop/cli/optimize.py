@@ -153,6 +153,16 @@ def optimize(
     budget: Annotated[
         int, typer.Option("--budget", min=1, help="workflow: structures tried beyond the base.")
     ] = 6,
+    harm: Annotated[
+        int,
+        typer.Option(
+            "--harm",
+            min=0,
+            help="finetune, prefer: examples per never-trained source (other BFCL "
+            "categories, the suite) a tuned model must lose nothing on to be kept; 0 "
+            "keeps it on dev alone.",
+        ),
+    ] = 20,
     json_out: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Optimize a loop on BFCL or the task suite. Example:
@@ -206,6 +216,16 @@ def optimize(
     console = report.make_console(stderr=True)
     on_outcome, log = _progress_log(console, json_out)
     evaluator = Evaluator(chosen, work / "evals.jsonl", on_outcome=on_outcome, runner=runner)
+    tuning: Any = None
+    opened: list[Any] = []
+    if {"finetune", "prefer"} & set(chosen_steps):
+        from bigloop_eval.harm import harm_sources
+
+        sources, opened = (
+            harm_sources(described, loop_model, store, work, harm) if harm else ([], [])
+        )
+        tuning = _tuning(base, work, rounds, epochs, lora_rank, device, seed)
+        tuning.harm = sources
     optimizer = Optimizer(
         chosen,
         evaluator,
@@ -214,9 +234,7 @@ def optimize(
         seed=seed,
         iterations=iterations,
         memo=work / "proposals.jsonl",
-        tuning=_tuning(base, work, rounds, epochs, lora_rank, device, seed)
-        if {"finetune", "prefer"} & set(chosen_steps)
-        else None,
+        tuning=tuning,
         tools_folder=out.with_name(out.stem + ".tools"),
         workflow_budget=budget,
         log=log,
@@ -227,8 +245,9 @@ def optimize(
                 _optimize_then_test(optimizer, evaluator, chosen, base, out, work, test)
             )
     finally:
-        if isinstance(chosen, SuiteBench):
-            chosen.close()
+        for suite in [chosen, *opened]:
+            if isinstance(suite, SuiteBench):
+                suite.close()
         store.close()
     if json_out:
         print(json.dumps(summary, indent=2, ensure_ascii=False))

@@ -29,10 +29,13 @@ from bigloop.optimize import data, demos, instructions, search, tool_docs
 from bigloop.optimize.bench import Bench, Example
 from bigloop.optimize.evaluate import Evaluator, Scores, append_line, fingerprint
 from bigloop.optimize.finetune.train import LoraSettings
+from bigloop.optimize.harm import HarmSource, harm_checks
 
 STEPS = ("policies", "demos", "instructions", "tool_docs")
 """The steps run by default."""
 ALL_STEPS = (*STEPS, "data", "finetune", "prefer", "tools", "workflow")
+MODEL_STEPS = frozenset({"finetune", "prefer"})
+"""The steps that change the model itself: kept only when they do no harm elsewhere."""
 """Every step; "data" only when asked for, before the steps that should use its cases;
 "finetune" (a LoRA adapter for the loop's local model), "prefer" (preference tuning of
 the config's adapter on pairs of verified and own replies, `finetune.prefer`), "tools"
@@ -49,6 +52,9 @@ class Tuning:
     folder: Path
     settings: LoraSettings = field(default_factory=LoraSettings)
     rounds: int = 1
+    harm: Sequence[HarmSource] = ()
+    """Examples from sources the training never drew from: a tuned model that beats dev
+    is kept only when it loses nothing on any of them (`bigloop.optimize.harm`)."""
 
 
 @dataclass(kw_only=True)
@@ -143,6 +149,7 @@ class Optimizer:
         self.per_cluster = per_cluster
         self.tuning = tuning
         self.tuned: list[dict[str, object]] = []
+        self.harm: list[dict[str, object]] = []
         self.preferred: dict[str, object] | None = None
         self.tools_folder = tools_folder
         self.made: dict[str, object] | None = None
@@ -171,6 +178,8 @@ class Optimizer:
                 train, evolved = await self._data(current, train)
                 continue
             proposal = await self._step(step, current, scores, train, dev, front)
+            if proposal is not None and proposal.keeps(scores) and step in MODEL_STEPS:
+                proposal = await self._unharmed(step, current, proposal)
             if proposal is not None and proposal.keeps(scores):
                 changes.append(
                     Change(
@@ -203,6 +212,8 @@ class Optimizer:
             provenance["data"] = evolved
         if self.tuned:
             provenance["finetune"] = self.tuned
+        if self.harm:
+            provenance["do_no_harm"] = self.harm
         if self.preferred is not None:
             provenance["prefer"] = self.preferred
         if self.made is not None:
@@ -280,6 +291,22 @@ class Optimizer:
         if step == "workflow":
             return await self._workflow(current, dev)
         raise ValueError(f"Unknown step {step!r}; choose from {', '.join(ALL_STEPS)}.")
+
+    async def _unharmed(
+        self, step: str, current: LoopConfig, proposal: Proposal
+    ) -> Proposal | None:
+        """`proposal`, unless it changes the model and loses on data the training never
+        saw (`Tuning.harm`); every check goes into the provenance."""
+        sources = self.tuning.harm if self.tuning is not None else ()
+        if not sources:
+            self.log(f"[{step}] no do-no-harm sources given: kept on dev alone")
+            return proposal
+        checks = await harm_checks(current, proposal.config, sources, self.log)
+        self.harm.append({"step": step, "checks": [asdict(c) for c in checks]})
+        if lost := [c.source for c in checks if c.loses]:
+            self.log(f"[{step}] rejected: it loses on {', '.join(lost)} (never trained on)")
+            return None
+        return proposal
 
     async def _data(
         self, current: LoopConfig, train: list[Example]

@@ -26,13 +26,21 @@ class ModelSpec:
         """
         from bigloop.atoms.models.local import LocalModel
         from bigloop.atoms.models.openai_compat import OpenAIModel
-        from bigloop.atoms.models.weights import PACKAGED, TUNED, model_path, tuned_adapter
+        from bigloop.atoms.models.weights import (
+            PACKAGED,
+            TUNED,
+            WITHDRAWN,
+            model_path,
+            tuned_adapter,
+        )
 
         if self.base_url:
             if self.adapter:
                 raise UserError("An adapter applies to a local model, not to a server's.")
             return OpenAIModel(self.name, base_url=self.base_url)
         lora = self.adapter
+        if self.name in WITHDRAWN:
+            raise UserError(f"--model {self.name!r}: {WITHDRAWN[self.name]}.")
         if self.name in TUNED:
             base = TUNED[self.name].base
             path = None if base == "embedded" else model_path(base)

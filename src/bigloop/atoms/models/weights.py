@@ -63,15 +63,21 @@ class Tuned:
 
 
 ADAPTERS = Path(__file__).parent / "adapters"
-TUNED: dict[str, Tuned] = {
-    "embedded-tuned": Tuned(
-        base="embedded",
-        adapter="embedded-tuned.gguf",
-        sha256="7f614a8811f8c5a50e75000d036cb55299008a93c81039d06ebc31b70724a61e",
-        config="bench/results/finetune/tuned.json",
+TUNED: dict[str, Tuned] = {}
+"""Tuned variants of the packaged models, by short name (`--model NAME`). An adapter
+ships here only when it loses nothing on data it never trained on (`bigloop optimize`'s
+do-no-harm gate, `bigloop.optimize.harm`); none does yet."""
+
+WITHDRAWN: dict[str, str] = {
+    "embedded-tuned": (
+        "withdrawn (issue 43): the BFCL-trained adapter made unseen tasks worse (0 of 48 "
+        "everyday tasks outside the project, against 13 for the untuned model; 33 against "
+        "35 of 50 on its own BFCL test). Use --model embedded; to try a tuned adapter, "
+        "pass it with --adapter FILE (e.g. a clone's "
+        "bench/results/finetune/suite3/adapter.gguf)"
     ),
 }
-"""Tuned variants of the packaged models, by short name (`--model NAME`)."""
+"""Short names that once named a shipped model, with why they are gone."""
 
 
 def tuned_adapter(name: str) -> Path:
