@@ -278,7 +278,7 @@ def test_answer_turns_are_capped_to_their_share() -> None:
 
 
 def test_a_withdrawn_model_name_says_why_and_what_to_use() -> None:
-    with pytest.raises(UserError, match="withdrawn.*0 of 48.*--model embedded"):
+    with pytest.raises(UserError, match=r"withdrawn.*0 of 48.*--model embedded"):
         ModelSpec(name="embedded-tuned").build()
 
 
