@@ -231,3 +231,24 @@ def test_escalation_options_are_saved_like_their_config_fields(tmp_path: Path) -
     assert (config.escalate_when, config.escalate_threshold) == ("unsure", 0.3)
     bad = bigloop(*args, "--escalate-when", "sometimes", home=tmp_path)
     assert bad.returncode == 2 and "Unknown escalate_when 'sometimes'" in bad.stderr
+
+
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    out = subprocess.run(
+        [sys.executable, "-m", "bigloop", "--version"], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and out.stdout.strip() == f"bigloop {version('bigloop')}"
+
+
+def test_doctor_names_a_missing_llama_cpp_and_missing_weights_with_the_fix() -> None:
+    from bigloop.atoms.models.doctor import problems
+
+    found = {
+        "llama_cpp": {"version": None},
+        "models": [{"name": "embedded", "state": "absent"}],
+        "python_sandbox": {},
+    }
+    said = problems(found)
+    assert any("llama.cpp is not installed" in p and "bigloop[local]" in p for p in said)

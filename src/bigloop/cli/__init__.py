@@ -44,6 +44,31 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"bigloop {version('bigloop')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_show_version,
+            is_eager=True,
+            help="Print bigloop's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Build, run, trace and evaluate Big Loop systems of tools, models and agents."""
+
+
 trace_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 

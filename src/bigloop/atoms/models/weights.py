@@ -132,6 +132,15 @@ def default_model_path() -> Path:
     return _verified(DEFAULT_MODEL_FILE, PARTS, SIZE, SHA256, _INSTALL_HINT)
 
 
+def embedded_parts() -> list[Path]:
+    """The installed weight parts of the embedded model.
+
+    Raises:
+        WeightsError: a part is not installed (the message says how to install it).
+    """
+    return _part_paths(PARTS, _INSTALL_HINT)
+
+
 def joined_state(file: str, sha256: str) -> str:
     """ "verified" (joined and hash-checked, unchanged since), "joined" (not checked yet)
     or "absent": a model file in the cache."""
