@@ -121,14 +121,20 @@ class Clarify:
 
 
 def _insists_on_copy(call: ToolCall, name: str, evidence: Evidence) -> bool:
-    """Whether the model makes again a call whose value of `name` was refused as a copy
-    of the docs' example: it has no value of its own, so even when only missing values
-    are asked about, this one is (a copy is a value missing in disguise)."""
+    """Whether the model makes again, before any call has returned a result, a call whose
+    value of `name` was refused as a copy of the docs' example: it has no value of its
+    own, so even when only missing values are asked about, this one is (a copy is a value
+    missing in disguise). After a result, such a call is the model wandering past its
+    answer (measured: a kg → "miles" conversion after the shipping price it was asked
+    for), no question for the user."""
+    if evidence.guesses_after_results is not None:
+        return False
     value = call.arguments[name]
-    return any(
+    copied = any(
         r.reason is Reason.COPIED_EXAMPLE and r.tool == call.name and r.values.get(name) == value
         for r in evidence.refusals
     )
+    return copied and not (guessable(value) and evidence.mentions(value))  # "km" for "kilometers"
 
 
 def _describe(name: str, schema: dict[str, object]) -> str:
