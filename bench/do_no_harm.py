@@ -210,7 +210,11 @@ async def main() -> None:
     parser.add_argument(
         "--off", action="append", default=[], help="a policy to switch off (repeatable)"
     )
-    parser.add_argument("--clarify", default="ungrounded", help="off, missing or ungrounded")
+    parser.add_argument(
+        "--clarify",
+        default=LoopConfig().clarify,
+        help="off, missing or ungrounded (default: LoopConfig's)",
+    )
     args = parser.parse_args()
     name = args.out or revision()
     report: dict[str, Any] = {"revision": revision(), "command": " ".join(sys.argv), "rows": {}}

@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--clarify",
         choices=["off", "missing", "ungrounded"],
         default=None,
-        help="When the loop asks instead of guessing (default: ungrounded).",
+        help="When the loop asks instead of guessing (default: LoopConfig's, missing).",
     )
     parser.add_argument(
         "--off",

@@ -34,7 +34,7 @@ def test_defaults_are_the_cli_defaults() -> None:
         "mcp": [],
         "mcp_timeout_s": 60.0,
         "planner": "auto",
-        "clarify": "ungrounded",
+        "clarify": "missing",
         "off": [],
         "top_k": None,
         "system": None,

@@ -112,8 +112,10 @@ class LoopConfig(BaseModel):
         mcp_timeout_s: the most one call to an MCP server's tool may take.
         planner: "react", "graph", "search" or "auto" (see `Loop`).
         clarify: when to ask the user instead of guessing an argument: "off",
-            "missing" (a required argument is absent) or "ungrounded" (also: its value
-            appears nowhere in the conversation).
+            "missing" (the default: a required argument is absent, or the model insists on
+            the docs' example) or "ungrounded" (also: its value appears nowhere in the
+            conversation; it also catches invented values, and refuses right values the
+            model knows or computes: chosen by measurement, bench/results/do_no_harm/).
         off: names of the loop's default policies to switch off.
         top_k: offer the model only the k tools most relevant to the task; None offers all.
         system: a system prompt placed before bigloop's own instructions.
@@ -154,7 +156,7 @@ class LoopConfig(BaseModel):
     mcp: list[str] = Field(default_factory=list)
     mcp_timeout_s: float = Field(default=60.0, gt=0)
     planner: Planner = "auto"
-    clarify: ClarifyWhen = "ungrounded"
+    clarify: ClarifyWhen = "missing"
     off: list[str] = Field(default_factory=list)
     top_k: int | None = Field(default=None, ge=1)
     system: str | None = None

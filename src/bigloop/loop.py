@@ -40,6 +40,7 @@ from bigloop.policies.approval import (
     says_yes,
 )
 from bigloop.policies.clarify import Clarify
+from bigloop.policies.tool_fits import bind_judge
 from bigloop.registry import Registry, RegistrySearch, find_tools_tool
 from bigloop.routing.cascade import LearnsFromRuns
 from bigloop.runtime.context import AskFn, Budget, Planner, ResultHook, RunContext
@@ -130,7 +131,7 @@ class Loop:
         self.checks = list(checks) if checks is not None else list(_DEFAULTS.checks)
         if clarify is not None:
             self.checks.append(clarify)
-        self.checks = with_approval(self.checks, approve)
+        self.checks = bind_judge(with_approval(self.checks, approve), model)
         if store is not None and secrets:
             store.redactor = store.redactor.adding(secrets)
         if selectors is not None:

@@ -58,6 +58,12 @@ class Part:
 
 
 PARTS: tuple[Part, ...] = (
+    Part(
+        "tool_fits",
+        "call_check",
+        "asks the model once whether the tool it called does what a fresh request asks; "
+        "if not, the call goes back (answer in words)",
+    ),
     Part("coerce_types", "call_check", 'adapts value types to the schema ("3" for 3)'),
     Part(
         "drop_invented_optionals",
@@ -186,7 +192,7 @@ class Policies:
         cls,
         off: Collection[str] = (),
         *,
-        clarify: ClarifyWhen = "ungrounded",
+        clarify: ClarifyWhen = "missing",
         top_k: int | None = None,
     ) -> Policies:
         """The default policies, except those named in `off` (`check_names`).

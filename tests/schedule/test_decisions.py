@@ -113,7 +113,7 @@ def test_every_name_builds_a_loop_and_an_unknown_one_lists_them() -> None:
         config = LoopConfig(off=[name])
         loop = Loop.from_config(config, tools=[weather], model=ScriptedModel([answer("x")]))
         assert loop.run_sync("hi").status == "ok"
-    with pytest.raises(UserError, match="choose from coerce_types, "):
+    with pytest.raises(UserError, match="choose from tool_fits, coerce_types, "):
         Policies.build(["no_such_policy"])
     with pytest.raises(UserError, match=r"no_such_policy.*choose from"):
         LoopConfig.from_data({"off": ["no_such_policy"]}, source="test")

@@ -226,9 +226,9 @@ def run(
         str | None,
         typer.Option(
             "--clarify",
-            help="When to ask you instead of guessing an argument: off, missing (a required "
-            "argument is absent), ungrounded (default; also: its value appears nowhere in "
-            "the task).",
+            help="When to ask you instead of guessing an argument: off, missing (default: a "
+            "required argument is absent), ungrounded (also: its value appears nowhere in "
+            "the conversation).",
         ),
     ] = None,
     off: OffOpt = None,

@@ -101,6 +101,7 @@ class Evidence:
         continues: the request continues a conversation whose earlier turns already
             called tools (their results and the state they changed are known to the
             model, if not always in words the request repeats).
+        request: the run's request as the user wrote it.
     """
 
     def __init__(
@@ -112,13 +113,20 @@ class Evidence:
         guesses: Callable[[], int | None] | None = None,
         refusals: Callable[[], list[Refusal]] | None = None,
         continues: bool = False,
+        request: str | None = None,
     ) -> None:
         self.continues = continues
+        self._request = request
         self._source = source
         self._user = user
         self._answers = answers
         self._guesses = guesses
         self._refusals = refusals
+
+    @property
+    def request(self) -> str:
+        """The request as the user wrote it (case kept; default: all of `source`)."""
+        return self._request if self._request is not None else _joined(self._source)
 
     @cached_property
     def guesses_after_results(self) -> int | None:

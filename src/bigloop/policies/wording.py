@@ -34,6 +34,9 @@ REFUSALS: dict[Reason, str] = {
     "parentheses included",
     Reason.DENIED: "denied: needs approval: {tool} cannot be undone and {why}, so it was not "
     "called. Do not call it again; tell the user it needs their approval.",
+    Reason.NO_TOOL_FITS: "{tool} does not do what the request asks. If none of the tools "
+    "does, do not call one: answer in words (say what you cannot do, or answer from what you "
+    "know).",
     Reason.OTHER: "{message}",
 }
 """The model-facing sentence of each refusal reason (see the module's docstring)."""

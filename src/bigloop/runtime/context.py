@@ -412,6 +412,7 @@ class RunContext:
             guesses=guesses,
             refusals=refusals,
             continues=any(m.role == "tool" and m.origin == "tool" for m in earlier),
+            request=self.task,
         )
 
     def writes(self, name: str) -> bool:

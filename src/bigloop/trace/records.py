@@ -55,6 +55,9 @@ class Reason(StrEnum):
     """An arithmetic argument computes another value than the request's expression."""
     DENIED = "denied"
     """An irreversible call that was not approved."""
+    NO_TOOL_FITS = "no_tool_fits"
+    """The model's own judgment: the called tool does not do what the request asks (the
+    first call of a fresh request); answer in words instead."""
     OTHER = "other"
     """A check's own reason, in its `detail["message"]`."""
 

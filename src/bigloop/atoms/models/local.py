@@ -431,6 +431,35 @@ class LocalModel:
             raise ModelUnavailable(f"{self.name}: {e}") from None
         return text, self._account(llama, out.get("usage") or {}, start, fixed=fixed, guard=guard)
 
+    async def yes_probability(self, chat: list[dict[str, str]]) -> float | None:
+        """How likely the model's next word after `chat` (a yes/no question, in its own
+        chat template) is "yes" rather than "no": the two words' probabilities from one
+        prompt evaluation, nothing generated. None when its template is not llama.cpp's
+        Jinja one, or the prompt does not fit the context."""
+        return await asyncio.to_thread(self._yes_probability, chat)
+
+    def _yes_probability(self, chat: list[dict[str, str]]) -> float | None:
+        import llama_cpp
+        import numpy as np
+
+        llama = self.llama()
+        if (formatter := self._formatter(llama)) is None:
+            return None
+        result = formatter(messages=chat)
+        prompt = result.prompt.encode("utf-8")
+        tokens = list(llama.tokenize(prompt, add_bos=not result.added_special, special=True))
+        if len(tokens) >= self._n_ctx:
+            return None
+        words = [llama.tokenize(w.encode(), add_bos=False)[0] for w in ("yes", "Yes", "no", "No")]
+        with _IN_USE[id(llama)]:
+            llama.reset()
+            llama.eval(tokens)
+            _CONTEXT[id(llama)] = tokens  # what the context holds now (`_account`)
+            row = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1)
+            logits = np.ctypeslib.as_array(row, shape=(llama.n_vocab(),))[words].astype(float)
+        odds = np.exp(logits - logits.max())
+        return float(odds[:2].sum() / odds.sum())
+
     def _prompt_states(self, llama: Any) -> tuple[PrefixStates, Any] | None:
         """The prefix states and the chat formatter of the model's own template (None:
         warm start off, or a model whose prompts llama.cpp formats another way)."""
