@@ -301,12 +301,80 @@ def _forbid_exec(path: str) -> None:
         del sys.modules[name]
 
 
+class ToolError(Exception):
+    """A tool call the host refused or that failed (`reason`: "refused", "failed",
+    "not_offered", "budget", "invalid", "closed")."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _bridged(requests: int, replies: int, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The program's tool functions (and `ToolError`): each call is one JSON line on the
+    request pipe, answered by one on the reply pipe (`bigloop.atoms.builtin.bridge`)."""
+    import json
+
+    write, read, pending = posix.write, posix.read, bytearray()
+    count = [0]
+
+    def call(name: str, arguments: dict[str, Any]) -> Any:
+        count[0] += 1
+        data = json.dumps({"id": count[0], "tool": name, "arguments": arguments}, default=str)
+        view = memoryview((data + "\n").encode())
+        try:
+            while view:
+                view = view[write(requests, view) :]
+        except OSError:  # the host closed the bridge (the program broke its rules)
+            raise ToolError("the bridge to the tools is closed", "closed") from None
+        while b"\n" not in pending:
+            chunk = read(replies, 65536)
+            if not chunk:
+                raise ToolError("the bridge to the tools is closed", "closed")
+            pending.extend(chunk)
+        raw, _, rest = bytes(pending).partition(b"\n")
+        pending[:] = rest
+        reply = json.loads(raw)
+        if not reply.get("ok"):
+            raise ToolError(str(reply.get("output") or ""), str(reply.get("reason") or "failed"))
+        output = reply.get("output", "")
+        try:
+            return json.loads(output)
+        except ValueError:
+            return output
+
+    def function(name: str, params: list[str], doc: str) -> Callable[..., Any]:
+        def tool(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > len(params):
+                raise TypeError(f"{name}() takes at most {len(params)} positional arguments")
+            return call(name, {**dict(zip(params, args, strict=False)), **kwargs})
+
+        tool.__name__, tool.__doc__ = python_name(name), doc
+        return tool
+
+    found: dict[str, Any] = {"ToolError": ToolError}
+    for t in tools:
+        found[python_name(t["name"])] = function(t["name"], list(t["params"]), str(t["doc"]))
+    return found
+
+
+def python_name(name: str) -> str:
+    """A tool's name as a Python identifier ("math.hcf" → "math_hcf")."""
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+
+
 def _main() -> None:
     cpu_s, memory, file_bytes = (int(a) for a in sys.argv[1:4])
     no_exec, hook = sys.argv[4], sys.argv[5] == "hook"
     _forbid_exec(no_exec)
     work = os.path.realpath(os.getcwd())
-    code = sys.stdin.read()
+    code, tools = sys.stdin.read(), {}
+    if len(sys.argv) > 6:  # "bridge:REQUESTS:REPLIES": the stdin is {"code", "tools"}
+        import json
+
+        _, requests, replies = sys.argv[6].split(":")
+        envelope = json.loads(code)
+        code, tools = envelope["code"], _bridged(int(requests), int(replies), envelope["tools"])
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
@@ -324,6 +392,7 @@ def _main() -> None:
         _guard_unaudited(work)
         sys.addaudithook(_make_hook(work))
     main = types.ModuleType("__main__")
+    main.__dict__.update(tools)
     sys.modules["__main__"] = main
     try:
         exec(compile(code, "<code>", "exec"), main.__dict__)

@@ -24,6 +24,8 @@ see `python_sandbox`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -37,6 +39,7 @@ from bigloop.atoms.builtin._confine import (
     SandboxUnavailable,
     boundary,
 )
+from bigloop.atoms.builtin.bridge import Bridge
 from bigloop.atoms.tool import Tool, tool
 
 __all__ = ["SandboxLimits", "SandboxStopped", "SandboxUnavailable", "python_sandbox"]
@@ -88,11 +91,14 @@ def python_sandbox(limits: SandboxLimits | None = None, *, name: str = "run_pyth
     return tool(name=name, timeout_s=limits.wall_s + 10)(run_python)
 
 
-async def run_sandboxed(code: str, limits: SandboxLimits, *, audit_hook: bool = True) -> str:
+async def run_sandboxed(
+    code: str, limits: SandboxLimits, *, audit_hook: bool = True, bridge: Bridge | None = None
+) -> str:
     """Run `code` under `limits`; its output, or `SandboxStopped` saying why it stopped.
 
     `audit_hook=False` leaves out the interpreter-level layer, so that tests can show
-    the kernel boundary holding on its own.
+    the kernel boundary holding on its own. With a `bridge`, the program calls its tools
+    as functions (`bigloop.atoms.builtin.bridge`).
 
     Raises:
         SandboxStopped: a limit was hit or the program exited with an error; the message
@@ -104,24 +110,38 @@ async def run_sandboxed(code: str, limits: SandboxLimits, *, audit_hook: bool = 
         raise ValueError(f"The code is longer than {_MAX_CODE_CHARS} characters.")
     confined = boundary()
     fds = confined.open_fds()
+    pipes = _Pipes.open() if bridge is not None else None
+    child = _child_command(confined.interpreter, limits, audit_hook)
+    if pipes is not None and bridge is not None:
+        child.append(f"bridge:{pipes.child_requests}:{pipes.child_replies}")
+        code = json.dumps({"code": code, "tools": bridge.stubs()})
     try:
         process = await asyncio.create_subprocess_exec(
             *confined.command(limits.folder_mb, fds, _CHILD_ENVIRONMENT),
-            *_child_command(confined.interpreter, limits, audit_hook),
+            *child,
             env=_ENVIRONMENT,  # bwrap's own environment is visible in the child's /proc/1
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, killed as a whole
-            pass_fds=tuple(fds),
+            pass_fds=(*fds, *(pipes.child_ends() if pipes else ())),
             cwd="/",  # bigloop's folder may be closed to the sandbox's host user
         )
     finally:
         fds.close()
+        if pipes is not None:
+            pipes.close_child_ends()
+    served = None
+    if pipes is not None and bridge is not None:
+        served = asyncio.create_task(bridge.serve(pipes.requests, pipes.replies))
     try:
         output, stopped = await _communicate(process, code, limits)
     finally:
         await _stop(process)
+        if served is not None:
+            served.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await served
     text = output.decode("utf-8", errors="backslashreplace")
     reason = stopped or _exit_reason(process.returncode, text, limits)
     if reason is None:
@@ -129,6 +149,29 @@ async def run_sandboxed(code: str, limits: SandboxLimits, *, audit_hook: bool = 
     tail = text[-_TAIL_CHARS:]
     cut = f"[… {len(text) - len(tail)} characters before]\n" if len(tail) < len(text) else ""
     raise SandboxStopped(f"{reason}\n--- output ---\n{cut}{tail}" if text else reason)
+
+
+@dataclass(frozen=True)
+class _Pipes:
+    """The bridge's two pipes: the program writes requests and reads replies."""
+
+    requests: int
+    child_requests: int
+    child_replies: int
+    replies: int
+
+    @classmethod
+    def open(cls) -> _Pipes:
+        requests, child_requests = os.pipe()
+        child_replies, replies = os.pipe()
+        return cls(requests, child_requests, child_replies, replies)
+
+    def child_ends(self) -> tuple[int, int]:
+        return self.child_requests, self.child_replies
+
+    def close_child_ends(self) -> None:
+        for fd in self.child_ends():
+            os.close(fd)
 
 
 def _child_command(interpreter: str, limits: SandboxLimits, audit_hook: bool) -> list[str]:
