@@ -77,9 +77,14 @@ RAW = "import os, sys\nrequests, replies = (int(x) for x in sys.argv[6].split(':
 
 @pytest.mark.parametrize("audit_hook", [True, False], ids=["as-shipped", "kernel-only"])
 def test_forged_and_unoffered_requests_never_reach_a_tool(audit_hook: bool) -> None:
+    forged = [
+        b"not json\n",
+        b"[1]\n",
+        b'{"tool": "delete_all", "arguments": {}}\n',
+        b'{"tool": "math.add", "arguments": [1, 2]}\n',
+    ]
     code = RAW + (
-        "for line in [b'not json\\n', b'[1]\\n', b'{\"tool\": \"delete_all\", \"arguments\": {}}\\n',"
-        ' b\'{"tool": "math.add", "arguments": [1, 2]}\\n\']:\n'
+        f"for line in {forged!r}:\n"
         "    os.write(requests, line)\n"
         "got = b''\n"
         "while got.count(b'\\n') < 4:\n    got += os.read(replies, 4096)\n"

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# tool_fits on (the loop as configured by default) and off (--config off.json), first 100
-# cases of each category, one model job at a time, loop mode only.
+# tool_fits on (the loop as configured by default) and off (--config off.json), loop mode,
+# one model job at a time: the first 100 cases of the irrelevance categories, the first 50
+# of the categories that need a call (a 2-core machine's session).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-for c in irrelevance live_irrelevance simple_python multiple live_simple; do
-  .venv/bin/bigloop eval bfcl -c "$c" -n 100 --mode loop --out bench/results/tool_fits
-  .venv/bin/bigloop eval bfcl -c "$c" -n 100 --mode loop --config bench/results/tool_fits/off.json --out bench/results/tool_fits
-done
+run() {
+  .venv/bin/bigloop eval bfcl -c "$1" -n "$2" --mode loop --out bench/results/tool_fits
+  .venv/bin/bigloop eval bfcl -c "$1" -n "$2" --mode loop --config bench/results/tool_fits/off.json --out bench/results/tool_fits
+}
+run irrelevance 100
+run live_irrelevance 100
+run simple_python 50
+run multiple 50
+run live_simple 50
