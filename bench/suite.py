@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--planner",
-        choices=["react", "graph", "search", "auto"],
+        choices=["react", "graph", "search", "auto", "code"],
         default=None,
         help="The loop's planner (default: auto, as `bigloop run`).",
     )

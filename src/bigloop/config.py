@@ -110,7 +110,7 @@ class LoopConfig(BaseModel):
         mcp: MCP servers whose tools are offered, each a command line run over stdio
             ("mcp-server-time") or a streamable HTTP URL (`bigloop.atoms.mcp_client`).
         mcp_timeout_s: the most one call to an MCP server's tool may take.
-        planner: "react", "graph", "search" or "auto" (see `Loop`).
+        planner: "react", "graph", "search", "auto" or "code" (see `Loop`).
         clarify: when to ask the user instead of guessing an argument: "off",
             "missing" (the default: a required argument is absent, or the model insists on
             the docs' example) or "ungrounded" (also: its value appears nowhere in the

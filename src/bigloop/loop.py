@@ -515,7 +515,7 @@ def _planner(planner: PlannerName | Planner) -> Planner:
         return planner
     if planner not in get_args(PlannerName):
         raise UserError(
-            f"Unknown planner {planner!r}; use react, graph, search or auto "
+            f"Unknown planner {planner!r}; use react, graph, search, auto or code "
             "(or pass a planner object)."
         )
     return _DEFAULTS.planner(planner)

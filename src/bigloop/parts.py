@@ -23,6 +23,7 @@ from typing import Literal
 
 from bigloop._errors import UserError
 from bigloop.planners.auto import AutoPlanner
+from bigloop.planners.code import CodePlanner
 from bigloop.planners.graph import GraphPlanner
 from bigloop.planners.react import ASKED_ABOUT, ReactPlanner
 from bigloop.planners.search import SearchPlanner
@@ -44,7 +45,7 @@ from bigloop.trace.records import Reason
 Kind = Literal["call_check", "tool_selector", "answer_check", "planner_rule"]
 ClarifyWhen = Literal["off", "missing", "ungrounded"]
 EscalateWhen = Literal["ungrounded", "unsure"]
-PlannerName = Literal["react", "graph", "search", "auto"]
+PlannerName = Literal["react", "graph", "search", "auto", "code"]
 """The planners a name builds (`Policies.planner`)."""
 
 
@@ -236,7 +237,8 @@ class Policies:
         )
 
     def planner(self, name: str) -> Planner:
-        """The planner `name` ("react", "graph", "search", "auto") under these rules."""
+        """The planner `name` ("react", "graph", "search", "auto", "code") under these
+        rules."""
         react = self.react()
         items = self.rules.items
         planners: dict[str, Callable[[], Planner]] = {
@@ -244,9 +246,10 @@ class Policies:
             "graph": lambda: GraphPlanner(items=items),
             "search": SearchPlanner,
             "auto": lambda: AutoPlanner(items=items, one=react) if items else react,
+            "code": CodePlanner,
         }
         if name not in planners:
-            raise UserError(f"Unknown planner {name!r}; use react, graph, search or auto.")
+            raise UserError(f"Unknown planner {name!r}; use react, graph, search, auto or code.")
         return planners[name]()
 
     def active(self) -> set[str]:

@@ -219,7 +219,8 @@ def run(
             "-p",
             help="react: a model turn per step; graph: plan every call at once and run "
             "independent calls concurrently; search: tree search over candidate calls; "
-            "auto (default): graph when the task lists several items, else react.",
+            "auto (default): graph when the task lists several items, else react; code: "
+            "the model writes one Python program that calls the tools (run in the sandbox).",
         ),
     ] = None,
     clarify: Annotated[

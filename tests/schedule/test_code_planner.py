@@ -1,0 +1,90 @@
+"""The code planner: the model answers or writes a program that calls the tools as
+functions; each call takes the loop's own path and is its own step (plumbing, with a
+scripted model; the measurement is in bench/results/)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bigloop import Loop, ScriptedModel, tool
+from bigloop.atoms.builtin._confine import SandboxUnavailable, boundary
+from bigloop.planners.code import CodePlanner
+
+DELETED: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _boundary() -> None:
+    try:
+        boundary()
+    except SandboxUnavailable as e:
+        pytest.skip(f"no kernel boundary on this machine: {e}")
+    DELETED.clear()
+
+
+@tool
+def add(a: float, b: float) -> str:
+    """Add two numbers.
+
+    Args:
+        a: the first number.
+        b: the second number.
+    """
+    return str(a + b)
+
+
+@tool(effect="irreversible")
+def delete_file(name: str) -> str:
+    """Delete a file for good.
+
+    Args:
+        name: the file.
+    """
+    DELETED.append(name)
+    return f"deleted {name}"
+
+
+def program(code: str) -> str:
+    return json.dumps({"program": code})
+
+
+def answer(text: str) -> str:
+    return json.dumps({"answer": text})
+
+
+def test_a_program_calls_tools_and_its_output_leads_to_the_answer() -> None:
+    script = ScriptedModel([program("x = add(a=2, b=3)\nprint(add(a=x, b=10))"), answer("15")])
+    result = Loop(script, [add], planner=CodePlanner()).run_sync("What is 2 + 3 + 10?")
+    assert result.status == "ok" and result.answer == "15"
+    assert [(s.kind, s.name, s.input, s.error) for s in result.steps if s.kind == "tool"] == [
+        ("tool", "add", {"a": 2, "b": 3}, None),
+        ("tool", "add", {"a": 5.0, "b": 10}, None),
+    ]
+    observed = [m.content for m in result.messages if m.origin == "loop" and m.role == "user"]
+    assert observed and "15.0" in observed[0]
+
+
+def test_a_refused_call_is_a_tool_error_in_the_program_and_a_step() -> None:
+    code = "try:\n    delete_file(name='a.txt')\nexcept ToolError as e:\n    print('refused:', e.reason)"
+    script = ScriptedModel([program(code), answer("It needs approval.")])
+    loop = Loop(script, [delete_file], planner=CodePlanner(), approve=None)
+    result = loop.run_sync("Delete a.txt")
+    assert DELETED == [] and result.answer == "It needs approval."
+    assert [s.error for s in result.steps if s.kind == "tool"] == ["denied"]
+    assert any("refused: refused" in m.content for m in result.messages)
+
+
+def test_an_approval_stops_the_run_with_the_question() -> None:
+    script = ScriptedModel([program("delete_file(name='a.txt')\nprint('done')")])
+    result = Loop(script, [delete_file], planner=CodePlanner()).run_sync("Delete a.txt")
+    assert DELETED == [] and result.status == "input_required"
+    assert result.pending is not None and result.pending.kind == "approval"
+
+
+def test_a_syntax_error_goes_back_without_running() -> None:
+    script = ScriptedModel([program("print(add(a=1, b=2)"), answer("3")])
+    result = Loop(script, [add], planner=CodePlanner()).run_sync("1 + 2?")
+    assert result.answer == "3" and not [s for s in result.steps if s.kind == "tool"]
+    assert any("SyntaxError" in m.content for m in result.messages if m.origin == "loop")
