@@ -67,7 +67,10 @@ def test_a_program_calls_tools_and_its_output_leads_to_the_answer() -> None:
 
 
 def test_a_refused_call_is_a_tool_error_in_the_program_and_a_step() -> None:
-    code = "try:\n    delete_file(name='a.txt')\nexcept ToolError as e:\n    print('refused:', e.reason)"
+    code = (
+        "try:\n    delete_file(name='a.txt')\n"
+        "except ToolError as e:\n    print('refused:', e.reason)"
+    )
     script = ScriptedModel([program(code), answer("It needs approval.")])
     loop = Loop(script, [delete_file], planner=CodePlanner(), approve=None)
     result = loop.run_sync("Delete a.txt")
