@@ -24,7 +24,7 @@ BLOCKS = [
     ("doc", "code"), BLOCKS, ids=[f"{d.stem}-block{i}" for i, (d, _) in enumerate(BLOCKS)]
 )
 def test_doc_example_runs(doc: Path, code: str) -> None:
-    if "make_tool(" in code or "python_sandbox(" in code:
+    if "make_tool(" in code or "python_sandbox(" in code or "CodePlanner(" in code:
         from bigloop.atoms.builtin.python_sandbox import sandbox_problem
 
         if (problem := sandbox_problem()) is not None:
