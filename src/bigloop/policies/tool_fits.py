@@ -73,7 +73,7 @@ class ToolFits:
             {
                 "role": "user",
                 "content": JUDGE_QUESTION.format(
-                    function=_described(spec), request=evidence.request
+                    function=described(spec), request=evidence.request
                 ),
             },
         ]
@@ -88,7 +88,7 @@ def _with(refusal: Refusal, detail: dict[str, Any]) -> Refusal:
     return Refusal(reason=refusal.reason, check=refusal.check, tool=refusal.tool, detail=detail)
 
 
-def _described(spec: ToolSpec) -> str:
+def described(spec: ToolSpec) -> str:
     props = spec.parameters.get("properties", {})
     params = "; ".join(
         f"{name}: {schema.get('description', '')}" if isinstance(schema, dict) else name
