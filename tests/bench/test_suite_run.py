@@ -67,7 +67,7 @@ def reply(messages: list[Message], tools: list[ToolSpec]) -> str:
 
 def test_runner_records_each_task_and_summarizes(tmp_path: Path) -> None:
     out = tmp_path / "suite.jsonl"
-    results = run_suite(FunctionModel(reply), TASKS, LoopConfig(), out)
+    results = run_suite(FunctionModel(reply), TASKS, LoopConfig(clarify="ungrounded"), out)
 
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["id"], r["passed"], r["status"], r["asked"]) for r in rows] == [
