@@ -127,7 +127,9 @@ def test_false_and_missed_asks(tmp_path: Path) -> None:
     def always_asks(messages: list[Message], tools: list[ToolSpec]) -> str:
         return call("convert_units", value=7, from_unit="ft", to_unit="cm")
 
-    results = run_suite(FunctionModel(always_asks), TASKS, LoopConfig(), tmp_path / "a.jsonl")
+    results = run_suite(
+        FunctionModel(always_asks), TASKS, LoopConfig(clarify="ungrounded"), tmp_path / "a.jsonl"
+    )
     assert summarize(results).false_asks == (2, 2)
     no_clarify = LoopConfig(clarify="off")
     results = run_suite(
@@ -154,8 +156,8 @@ def test_command_line_options() -> None:
 
     args = cli.parse_args(["--split", "dev", "--off", "clarify", "--planner", "react"])
     config = cli.configure(args)
-    assert (config.planner, config.off, config.clarify) == ("react", ["clarify"], "ungrounded")
-    assert cli.default_out(config).name == "embedded-react-clarify_ungrounded-no_clarify.jsonl"
+    assert (config.planner, config.off, config.clarify) == ("react", ["clarify"], "missing")
+    assert cli.default_out(config).name == "embedded-react-clarify_missing-no_clarify.jsonl"
     chosen = cli.select(cli.parse_args(["--split", "all", "--ids", "arith-001", "sql-003"]))
     assert [t.id for t in chosen] == ["arith-001", "sql-003"]
     assert len(cli.select(cli.parse_args(["--category", "units", "--limit", "3"]))) == 3
