@@ -208,24 +208,14 @@ def optimize(
     described = _described(bench, category, train, dev, test, strong, loop_model)
     described |= {"generated": generate, "seed": seed} if generate else {}
     chosen: Any = build_bench(described, loop_model, store)
-    runner = None
-    if ray_address:
-        from bigloop_eval.distributed import RayBenchRunner
-
-        runner = RayBenchRunner(ray_address, spec, described, workers)
+    runner = _ray_runner(ray_address, spec, described, workers)
     console = report.make_console(stderr=True)
     on_outcome, log = _progress_log(console, json_out)
     evaluator = Evaluator(chosen, work / "evals.jsonl", on_outcome=on_outcome, runner=runner)
-    tuning: Any = None
-    opened: list[Any] = []
+    tuning, opened = None, []
     if {"finetune", "prefer"} & set(chosen_steps):
-        from bigloop_eval.harm import harm_sources
-
-        sources, opened = (
-            harm_sources(described, loop_model, store, work, harm) if harm else ([], [])
-        )
         tuning = _tuning(base, work, rounds, epochs, lora_rank, device, seed)
-        tuning.harm = sources
+        opened = _with_harm(tuning, described, loop_model, store, work, harm)
     optimizer = Optimizer(
         chosen,
         evaluator,
@@ -283,6 +273,28 @@ def _tuning(
     gguf = local_gguf(base.model)
     settings = LoraSettings(rank=rank, alpha=2 * rank, epochs=epochs, device=device, seed=seed)
     return Tuning(base_gguf=gguf, folder=work / "finetune", settings=settings, rounds=rounds)
+
+
+def _ray_runner(address: str | None, spec: Any, described: dict[str, Any], workers: int) -> Any:
+    """The evaluator's runner on the Ray cluster at `address` (None: runs here)."""
+    if not address:
+        return None
+    from bigloop_eval.distributed import RayBenchRunner
+
+    return RayBenchRunner(address, spec, described, workers)
+
+
+def _with_harm(
+    tuning: Any, described: dict[str, Any], model: ChatModel, store: Any, work: Path, n: int
+) -> list[Any]:
+    """Give `tuning` its do-no-harm sources (`n` examples each; 0: none); the suite
+    benches opened for them (to close)."""
+    from bigloop_eval.harm import harm_sources
+
+    if not n:
+        return []
+    tuning.harm, opened = harm_sources(described, model, store, work, n)
+    return list(opened)
 
 
 def _reflect_model(reflector: str | None, loop_name: str, loop_model: ChatModel) -> ChatModel:

@@ -177,10 +177,8 @@ class Optimizer:
             if step == "data":
                 train, evolved = await self._data(current, train)
                 continue
-            proposal = await self._step(step, current, scores, train, dev, front)
-            if proposal is not None and proposal.keeps(scores) and step in MODEL_STEPS:
-                proposal = await self._unharmed(step, current, proposal)
-            if proposal is not None and proposal.keeps(scores):
+            proposal = await self._kept(step, current, scores, train, dev, front)
+            if proposal is not None:
                 changes.append(
                     Change(
                         step=step,
@@ -291,6 +289,24 @@ class Optimizer:
         if step == "workflow":
             return await self._workflow(current, dev)
         raise ValueError(f"Unknown step {step!r}; choose from {', '.join(ALL_STEPS)}.")
+
+    async def _kept(
+        self,
+        step: str,
+        current: LoopConfig,
+        scores: Scores,
+        train: list[Example],
+        dev: list[Example],
+        front: list[dict[str, object]],
+    ) -> Proposal | None:
+        """The step's proposal when it beats `current` on dev (and, for a changed model,
+        does no harm elsewhere); None otherwise."""
+        proposal = await self._step(step, current, scores, train, dev, front)
+        if proposal is None or not proposal.keeps(scores):
+            return None
+        if step in MODEL_STEPS:
+            return await self._unharmed(step, current, proposal)
+        return proposal
 
     async def _unharmed(
         self, step: str, current: LoopConfig, proposal: Proposal

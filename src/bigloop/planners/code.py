@@ -28,9 +28,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bigloop._errors import InputRequired
-from bigloop.atoms.builtin._confine import boundary
 from bigloop.atoms.builtin.bridge import Bridge, BridgeReply, program_stubs
-from bigloop.atoms.builtin.python_sandbox import SandboxLimits, SandboxStopped, run_sandboxed
+from bigloop.atoms.builtin.python_sandbox import (
+    SandboxLimits,
+    SandboxStopped,
+    SandboxUnavailable,
+    run_sandboxed,
+    sandbox_problem,
+)
 from bigloop.atoms.models.base import Message, ToolCall
 from bigloop.runtime.call import CallResult
 from bigloop.runtime.context import RunContext
@@ -86,7 +91,8 @@ class CodePlanner:
     name: str = "code"
 
     def __post_init__(self) -> None:
-        boundary()  # SandboxUnavailable (what to install) now: never a program unconfined
+        if (problem := sandbox_problem()) is not None:  # now, saying what to install
+            raise SandboxUnavailable(f"planner='code' runs programs in the sandbox: {problem}")
 
     async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
         limits = self.limits or SandboxLimits(wall_s=30, max_output_chars=4000)
