@@ -40,6 +40,8 @@ async def main() -> None:
             request = " ".join(m["content"] for m in case.messages if m["role"] == "user")
             names = [next(iter(a)) for a in case.answer] if fits else []
             chosen = [f for f in case.functions if f["name"] in names] or case.functions
+            if not chosen:  # a case that offers no function: nothing to judge
+                continue
             spec = ToolSpec(
                 name=chosen[0]["name"],
                 description=chosen[0].get("description", ""),
