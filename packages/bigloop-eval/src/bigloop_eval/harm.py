@@ -17,19 +17,14 @@ from bigloop.atoms.models.base import ChatModel
 from bigloop.optimize.evaluate import Evaluator
 from bigloop.optimize.harm import HarmSource
 from bigloop.trace.store import TraceStore
-from bigloop_eval.benches import BfclBench, SuiteBench
+from bigloop_eval.benches import TEST_BLOCK, BfclBench, SuiteBench
+from bigloop_eval.bfcl_data import SINGLE_TURN, load_cases
 
-SINGLE_TURN = (
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "irrelevance",
-    "live_simple",
-    "live_multiple",
-    "live_irrelevance",
-)
-"""BFCL's single-turn categories with cases enough for a test block."""
+
+def _gateable() -> list[str]:
+    """BFCL's single-turn categories with cases beyond a test block (`BfclBench` needs
+    them)."""
+    return [c for c in SINGLE_TURN if len(load_cases(c)) > TEST_BLOCK + 2]
 
 
 def harm_sources(
@@ -41,7 +36,7 @@ def harm_sources(
     if described["bench"] == "bfcl":
         trained = {c.strip() for c in str(described["category"]).split(",")}
     sources, opened = [], []
-    for category in SINGLE_TURN:
+    for category in _gateable():
         if category in trained:
             continue
         bench = BfclBench(category, model, store, train=0, dev=0, test=n)
