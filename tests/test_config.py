@@ -24,6 +24,7 @@ def test_defaults_are_the_cli_defaults() -> None:
         "escalate_when": "ungrounded",
         "escalate_threshold": 0.6,
         "vote": 1,
+        "tool_fits": False,
         "tools": None,
         "files": None,
         "db": None,

@@ -117,6 +117,11 @@ class LoopConfig(BaseModel):
             conversation; it also catches invented values, and refuses right values the
             model knows or computes: chosen by measurement, bench/results/do_no_harm/).
         off: names of the loop's default policies to switch off.
+        tool_fits: the opt-in `tool_fits` check (`bigloop.policies.tool_fits`): the model's
+            own yes/no on whether the tool it called does what a fresh request asks.
+            Off by default: it refused `read_file` for "the secret code in notes.txt"
+            (P(yes) 0.42); on BFCL it took irrelevance 54 → 65 at no loss on the call
+            categories (`bench/results/tool_fits/`).
         top_k: offer the model only the k tools most relevant to the task; None offers all.
         system: a system prompt placed before bigloop's own instructions.
         demos: demonstrations shown after `system` (`instructions()` renders both).
@@ -146,6 +151,7 @@ class LoopConfig(BaseModel):
     escalate_when: EscalateWhen = "ungrounded"
     escalate_threshold: float = Field(default=0.6, ge=0, le=1)
     vote: int = Field(default=1, ge=1, le=9)
+    tool_fits: bool = False
     tools: list[str] | None = None
     files: str | None = None
     db: str | None = None
@@ -451,7 +457,8 @@ def _problems(error: ValidationError) -> str:
 
 
 ADDED_LATER: dict[str, object] = {
-    name: LoopConfig.model_fields[name].default for name in ("escalate_when", "escalate_threshold")
+    name: LoopConfig.model_fields[name].default
+    for name in ("escalate_when", "escalate_threshold", "tool_fits")
 }
 """LoopConfig fields added after results were recorded, with their defaults: a field at
 its default is left out of what identifies a config (`optimize.evaluate.fingerprint`,

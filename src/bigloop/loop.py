@@ -170,7 +170,9 @@ class Loop:
                 tools cannot be built.
         """
         config = config.with_absolute_paths()
-        policies = Policies.build(config.off, clarify=config.clarify, top_k=config.top_k)
+        policies = Policies.build(
+            config.off, clarify=config.clarify, top_k=config.top_k, tool_fits=config.tool_fits
+        )
         return cls(
             model if model is not None else config.build_model(),
             config.documented(list(tools) if tools is not None else config.build_tools()),

@@ -39,6 +39,7 @@ from bigloop.policies.approval import APPROVAL
 from bigloop.policies.clarify import Clarify
 from bigloop.policies.more_calls import MoreCalls
 from bigloop.policies.select import listed_items
+from bigloop.policies.tool_fits import ToolFits
 from bigloop.runtime.context import Planner
 from bigloop.trace.records import Reason
 
@@ -62,8 +63,8 @@ PARTS: tuple[Part, ...] = (
     Part(
         "tool_fits",
         "call_check",
-        "asks the model once whether the tool it called does what a fresh request asks; "
-        "if not, the call goes back (answer in words)",
+        "opt-in (LoopConfig.tool_fits): asks the model once whether the tool it called does "
+        "what a fresh request asks; if not, the call goes back (answer in words)",
     ),
     Part("coerce_types", "call_check", 'adapts value types to the schema ("3" for 3)'),
     Part(
@@ -195,6 +196,7 @@ class Policies:
         *,
         clarify: ClarifyWhen = "missing",
         top_k: int | None = None,
+        tool_fits: bool = False,
     ) -> Policies:
         """The default policies, except those named in `off` (`check_names`).
 
@@ -202,8 +204,10 @@ class Policies:
             clarify: when the clarifying check asks ("off": never, which is the same as
                 "clarify" in `off`).
             top_k: how many tools `rank_tools` keeps (None: all).
+            tool_fits: add the opt-in `tool_fits` check first.
         """
         off = set(check_names(off))
+        fits: list[CallCheck] = [ToolFits()] if tool_fits else []
         asks = None
         if clarify != "off" and "clarify" not in off:
             asks = Clarify(ungrounded=clarify == "ungrounded", settle="settle" not in off)
@@ -217,7 +221,7 @@ class Policies:
             items=None if "listed_items" in off else listed_items,
         )
         return cls(
-            checks=[c for c in default_checks(asks) if c.name not in off],
+            checks=[c for c in [*fits, *default_checks(asks)] if c.name not in off],
             selectors=[s for s in default_selectors(top_k) if s.name not in off],
             answer_checks=[c for c in default_answer_checks() if c.name not in off],
             rules=rules,

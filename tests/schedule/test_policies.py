@@ -111,7 +111,6 @@ def test_a_check_switched_off_is_not_run() -> None:
     Loop(script(), [area], checks=only_drop).run_sync("area of radius 2")
     assert [type(v) for v in seen] == [float, int]
     assert [c.name for c in default_checks()] == [
-        "tool_fits",
         "coerce_types",
         "drop_invented_optionals",
         "reject_copied_examples",

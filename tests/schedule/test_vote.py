@@ -71,10 +71,7 @@ def test_usage_counts_every_reply() -> None:
 def test_the_config_builds_it_and_keeps_old_fingerprints() -> None:
     assert "vote" not in LoopConfig().model_dump_json(exclude_defaults=True)
     # as before the field (with the defaults of then: clarify="ungrounded")
-    assert (
-        fingerprint(LoopConfig(vote=1, clarify="ungrounded", off=["tool_fits"]))
-        == "984df881e6017948"
-    )
+    assert fingerprint(LoopConfig(vote=1, clarify="ungrounded")) == "984df881e6017948"
     assert fingerprint(LoopConfig()) != fingerprint(LoopConfig(vote=3))
     model, _ = _scripted([_call("2 + 3")])
     assert LoopConfig().voting(model) is model

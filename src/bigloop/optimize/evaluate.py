@@ -20,19 +20,10 @@ BatchRunner = Callable[[LoopConfig, list[Example]], Awaitable[list[Outcome]]]
 `bigloop_eval.distributed.RayBenchRunner`), returning their outcomes in order."""
 
 
-JOINED_LATER = ("tool_fits",)
-"""Default policies added after evaluations were committed (see `fingerprint`)."""
-
-
 def fingerprint(config: LoopConfig) -> str:
     """What identifies a config's behaviour: every field but its provenance."""
     data = config.model_dump(mode="json", exclude={"provenance"})
-    # policies that joined the defaults later: a config that runs them behaves otherwise
-    # than the runs recorded before them; one that switches them off keeps those runs
-    joined = [p for p in JOINED_LATER if p not in data["off"]]
-    data["off"] = sorted(p for p in data["off"] if p not in JOINED_LATER)
-    if joined:
-        data["joined"] = joined
+    data["off"] = sorted(data["off"])
     for later in ("escalate", "adapter", "adapter_sha256", "tools_dir"):
         if data[later] is None:  # added later: unset, they keep the old fingerprints
             del data[later]

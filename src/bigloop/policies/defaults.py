@@ -13,7 +13,6 @@ from bigloop.policies.honour_precision import HonourPrecision
 from bigloop.policies.rank_tools import RankTools
 from bigloop.policies.reject_copied_examples import RejectCopiedExamples
 from bigloop.policies.relevance_gate import RelevanceGate
-from bigloop.policies.tool_fits import ToolFits
 
 
 def default_answer_checks() -> list[AnswerCheck]:
@@ -23,12 +22,10 @@ def default_answer_checks() -> list[AnswerCheck]:
 def default_checks(
     clarify: CallCheck | None = None, approve: Approver | None = None
 ) -> list[CallCheck]:
-    """The model's own yes/no on whether the called tool fits (`ToolFits`, judged once the
-    loop binds its model), type coercion, invented optionals dropped, copied doc examples
-    and rewritten expressions rejected, then `clarify` when given, and last the approval of
+    """Type coercion, invented optionals dropped, copied doc examples and rewritten
+    expressions rejected, then `clarify` when given, and last the approval of
     irreversible calls by `approve` (none: denied)."""
     checks: list[CallCheck] = [
-        ToolFits(),
         CoerceTypes(),
         DropInventedOptionals(),
         RejectCopiedExamples(),

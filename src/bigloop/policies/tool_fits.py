@@ -16,7 +16,12 @@ Measured on BFCL cases outside the test block (ids 100 on: 66 requests no tool s
 33 of 66 unserved calls and 1 of 70 right ones.
 
 Only models that can give the probability judge (the embedded and other local GGUF
-models); with others, and in conversations that already called tools, every call passes.
+models); with others, in conversations that already called tools, and while the model is
+busy generating (a streamed plan), every call passes.
+
+Opt-in (`LoopConfig(tool_fits=True)`): it also refused `read_file` for "What is the
+secret code written in notes.txt?" (P(yes) 0.42) — a lookup fetches what the answer is
+read from, it does not do *exactly* what is asked.
 """
 
 from __future__ import annotations

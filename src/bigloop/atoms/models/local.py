@@ -435,7 +435,7 @@ class LocalModel:
         """How likely the model's next word after `chat` (a yes/no question, in its own
         chat template) is "yes" rather than "no": the two words' probabilities from one
         prompt evaluation, nothing generated. None when its template is not llama.cpp's
-        Jinja one, or the prompt does not fit the context."""
+        Jinja one, the prompt does not fit the context, or the model is busy generating."""
         return await asyncio.to_thread(self._yes_probability, chat)
 
     def _yes_probability(self, chat: list[dict[str, str]]) -> float | None:
@@ -451,12 +451,17 @@ class LocalModel:
         if len(tokens) >= self._n_ctx:
             return None
         words = [llama.tokenize(w.encode(), add_bos=False)[0] for w in ("yes", "Yes", "no", "No")]
-        with _IN_USE[id(llama)]:
+        lock = _IN_USE[id(llama)]
+        if not lock.acquire(blocking=False):  # the model is generating (a streamed plan):
+            return None  # no judgment rather than a stalled plan
+        try:
             llama.reset()
             llama.eval(tokens)
             _CONTEXT[id(llama)] = tokens  # what the context holds now (`_account`)
             row = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1)
             logits = np.ctypeslib.as_array(row, shape=(llama.n_vocab(),))[words].astype(float)
+        finally:
+            lock.release()
         odds = np.exp(logits - logits.max())
         return float(odds[:2].sum() / odds.sum())
 
