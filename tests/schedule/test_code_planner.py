@@ -9,18 +9,13 @@ import json
 import pytest
 
 from bigloop import Loop, ScriptedModel, tool
-from bigloop.atoms.builtin._confine import SandboxUnavailable, boundary
 from bigloop.planners.code import CodePlanner
 
 DELETED: list[str] = []
 
 
 @pytest.fixture(autouse=True)
-def _boundary() -> None:
-    try:
-        boundary()
-    except SandboxUnavailable as e:
-        pytest.skip(f"no kernel boundary on this machine: {e}")
+def _needs_sandbox(sandbox: None) -> None:
     DELETED.clear()
 
 

@@ -177,7 +177,8 @@ class Optimizer:
             if step == "data":
                 train, evolved = await self._data(current, train)
                 continue
-            proposal = await self._kept(step, current, scores, train, dev, front)
+            proposal = await self._step(step, current, scores, train, dev, front)
+            proposal = await self._kept(step, current, scores, proposal)
             if proposal is not None:
                 changes.append(
                     Change(
@@ -291,17 +292,10 @@ class Optimizer:
         raise ValueError(f"Unknown step {step!r}; choose from {', '.join(ALL_STEPS)}.")
 
     async def _kept(
-        self,
-        step: str,
-        current: LoopConfig,
-        scores: Scores,
-        train: list[Example],
-        dev: list[Example],
-        front: list[dict[str, object]],
+        self, step: str, current: LoopConfig, scores: Scores, proposal: Proposal | None
     ) -> Proposal | None:
-        """The step's proposal when it beats `current` on dev (and, for a changed model,
-        does no harm elsewhere); None otherwise."""
-        proposal = await self._step(step, current, scores, train, dev, front)
+        """`proposal` when it beats `current` on dev (and, for a changed model, does no
+        harm elsewhere); None otherwise."""
         if proposal is None or not proposal.keeps(scores):
             return None
         if step in MODEL_STEPS:

@@ -70,7 +70,6 @@ class ToolFits:
     async def acheck(self, call: ToolCall, spec: ToolSpec, evidence: Evidence) -> Verdict:
         if self.judge is None or evidence.continues or evidence.guesses_after_results is not None:
             return ACCEPT
-        refusal = Refusal(reason=Reason.NO_TOOL_FITS, check=self.name, tool=call.name)
         if any(r.reason is Reason.NO_TOOL_FITS and r.tool == call.name for r in evidence.refusals):
             return ACCEPT  # told once: the model insists
         chat = [
@@ -85,12 +84,13 @@ class ToolFits:
         yes = await self.judge.yes_probability(chat)
         if yes is None or yes >= self.threshold:
             return ACCEPT
-        detail: dict[str, Any] = {"yes": round(yes, 3)}
-        return Verdict(action="reject", refusal=_with(refusal, detail))
-
-
-def _with(refusal: Refusal, detail: dict[str, Any]) -> Refusal:
-    return Refusal(reason=refusal.reason, check=refusal.check, tool=refusal.tool, detail=detail)
+        refusal = Refusal(
+            reason=Reason.NO_TOOL_FITS,
+            check=self.name,
+            tool=call.name,
+            detail={"yes": round(yes, 3)},
+        )
+        return Verdict(action="reject", refusal=refusal)
 
 
 def described(spec: ToolSpec) -> str:

@@ -102,8 +102,8 @@ def _sandbox() -> dict[str, Any]:
         sandbox_problem,
     )
 
-    if (problem := sandbox_problem()) is not None or (host := sandbox_host_user()) is None:
-        return {"unavailable": problem}
+    if (host := sandbox_host_user()) is None:
+        return {"unavailable": sandbox_problem()}
     uid, runs_as = host
     return {"layers": isolation_layers(), "runs_as": runs_as, "host_uid": uid}
 
