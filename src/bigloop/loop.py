@@ -32,11 +32,11 @@ from bigloop.policies import (
     with_approval,
 )
 from bigloop.policies.approval import (
-    APPROVAL,
     ASK,
     Approver,
     approval_question,
     approve_all,
+    asking,
     says_yes,
 )
 from bigloop.policies.clarify import Clarify
@@ -239,13 +239,7 @@ class Loop:
             for call in message.tool_calls if message.role == "assistant" else ():
                 spec = self.catalog.get(call.name)
                 if spec is not None and approval_question(call) == last.content:
-                    return Question(
-                        text=last.content,
-                        kind="approval",
-                        check=APPROVAL,
-                        call=call,
-                        effect=spec.effect,
-                    )
+                    return asking(call, spec)
         return None
 
     def run_sync(

@@ -37,7 +37,7 @@ from typing import Literal
 
 from bigloop.atoms.models.base import ToolCall, ToolSpec
 from bigloop.policies.wording import render
-from bigloop.trace.records import Reason, Refusal
+from bigloop.trace.records import Question, Reason, Refusal
 
 Approver = Callable[[ToolCall, ToolSpec], "bool | Awaitable[bool]"]
 """Decides whether an irreversible call may be made (sync or async). Only `True`
@@ -88,6 +88,14 @@ def approval_question(call: ToolCall) -> str:
     return (
         f"May I call {call.name}({shown})? It cannot be undone. "
         "Answer yes to approve it; any other answer denies it."
+    )
+
+
+def asking(call: ToolCall, spec: ToolSpec) -> Question:
+    """The approval question for exactly `call`, as data (what the gate asks, and what a
+    conversation that stopped on it is answering)."""
+    return Question(
+        text=approval_question(call), kind="approval", check=APPROVAL, call=call, effect=spec.effect
     )
 
 

@@ -14,12 +14,12 @@ from bigloop.policies.approval import (
     ASK,
     Approver,
     approval_question,
+    asking,
     denied,
     irreversible,
     says_yes,
 )
 from bigloop.policies.base import ACCEPT, CallCheck, Evidence, Verdict
-from bigloop.trace.records import Question
 
 
 @dataclass(kw_only=True)
@@ -53,9 +53,7 @@ class ApproveIrreversible:
             question = approval_question(call)
             said = evidence.answer_to(question)
             if said is None:
-                asked = Question(
-                    text=question, kind="approval", check=self.name, call=call, effect=spec.effect
-                )
+                asked = asking(call, spec)
                 return Verdict(action="ask", question=asked)
             return ACCEPT if says_yes(said) else _denied(call, "the user did not approve it")
         if self.approve is None:
