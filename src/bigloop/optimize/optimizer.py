@@ -177,9 +177,8 @@ class Optimizer:
             if step == "data":
                 train, evolved = await self._data(current, train)
                 continue
-            proposal = await self._step(step, current, scores, train, dev, front)
-            proposal = await self._kept(step, current, scores, proposal)
-            if proposal is not None:
+            made = await self._step(step, current, scores, train, dev, front)
+            if (proposal := await self._kept(step, current, scores, made)) is not None:
                 changes.append(
                     Change(
                         step=step,
