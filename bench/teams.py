@@ -73,6 +73,7 @@ from bigloop import (
     ToolCall,
     TraceStore,
     UserError,
+    default_rules,
 )
 from bigloop.runtime.call import call_key
 from bigloop.team import normalize
@@ -154,7 +155,7 @@ def bfcl_agent(
         model,
         tools,
         instructions=instructions,
-        planner=ReactPlanner(stop_after_calls=True, check_answers=False),
+        planner=ReactPlanner(stop_after_calls=True, rules=default_rules(off={"check_answers"})),
         budget=Budget(max_steps=3, max_repairs=99),
         settings=settings,
     )

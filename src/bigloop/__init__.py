@@ -33,6 +33,7 @@ from bigloop.loop import Loop
 from bigloop.planners.auto import AutoPlanner
 from bigloop.planners.graph import GraphPlanner
 from bigloop.planners.react import ReactPlanner
+from bigloop.planners.rules import AnswerRule, AnswerRules, default_rules
 from bigloop.planners.search import SearchPlanner
 from bigloop.policies import (
     AnswerCheck,
@@ -64,6 +65,8 @@ __all__ = [
     "Adapter",
     "Agent",
     "AnswerCheck",
+    "AnswerRule",
+    "AnswerRules",
     "ApproveIrreversible",
     "AtomCard",
     "AutoPlanner",
@@ -121,5 +124,6 @@ __all__ = [
     "WeightsError",
     "Workflow",
     "__version__",
+    "default_rules",
     "tool",
 ]

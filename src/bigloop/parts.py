@@ -5,8 +5,11 @@ A policy is a named part of one of four kinds:
 - a call check (`CallCheck`): looks at each call before it is made;
 - a tool selector (`ToolSelector`): chooses the tools a task is offered;
 - an answer check (`AnswerCheck`): revises the final answer;
+- an answer rule (`bigloop.planners.rules.AnswerRule`): judges the final answer before
+  the run ends with it — accept, or send it back with a typed problem (every planner and
+  the OpenAI-compatible server apply them);
 - a planner rule: a step a planner takes on the loop's behalf (answer from the results
-  when the model only repeats calls, ask the user after a refused guess, …).
+  when the model only repeats calls, more calls for the items a request lists, …).
 
 `PARTS` lists them all, with what each does; `Policies.build(off=...)` builds the loop's
 policies with the named ones switched off, which is the one way to switch a policy off:
@@ -25,7 +28,8 @@ from bigloop._errors import UserError
 from bigloop.planners.auto import AutoPlanner
 from bigloop.planners.code import CodePlanner
 from bigloop.planners.graph import GraphPlanner
-from bigloop.planners.react import ASKED_ABOUT, ReactPlanner
+from bigloop.planners.react import ReactPlanner
+from bigloop.planners.rules import ASKED_ABOUT, AnswerRules, default_rules
 from bigloop.planners.search import SearchPlanner
 from bigloop.policies import (
     AnswerCheck,
@@ -43,7 +47,7 @@ from bigloop.policies.tool_fits import ToolFits
 from bigloop.runtime.context import Planner
 from bigloop.trace.records import Reason
 
-Kind = Literal["call_check", "tool_selector", "answer_check", "planner_rule"]
+Kind = Literal["call_check", "tool_selector", "answer_check", "answer_rule", "planner_rule"]
 ClarifyWhen = Literal["off", "missing", "ungrounded"]
 EscalateWhen = Literal["ungrounded", "unsure"]
 PlannerName = Literal["react", "graph", "search", "auto", "code"]
@@ -107,8 +111,18 @@ PARTS: tuple[Part, ...] = (
         "auto: a task graph when the request lists several items; graph: one step per item",
     ),
     Part(
+        "empty_answer",
+        "answer_rule",
+        "sends back an answer without a letter or digit",
+    ),
+    Part(
+        "call_as_text",
+        "answer_rule",
+        "sends back an answer that is a tool call written as text (then asks without tools)",
+    ),
+    Part(
         "check_answers",
-        "planner_rule",
+        "answer_rule",
         "sends back, once, an answer with a number no tool returned and nobody said",
     ),
     Part(
@@ -118,7 +132,7 @@ PARTS: tuple[Part, ...] = (
     ),
     Part(
         "ask_after_refusal",
-        "planner_rule",
+        "answer_rule",
         "when the model gives up on a refused guess, makes the call again: the user is asked",
     ),
     Part(
@@ -128,7 +142,7 @@ PARTS: tuple[Part, ...] = (
     ),
     Part(
         "use_quantities",
-        "planner_rule",
+        "answer_rule",
         "sends back, once, an answer that repeats a result while a quantity went into no call",
     ),
 )
@@ -153,14 +167,11 @@ def check_names(names: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True, kw_only=True)
 class PlannerRules:
-    """The planner rules, as the planners take them."""
+    """The answer rules and the planner rules, as the planners take them."""
 
-    check_answers: bool = True
+    answer: AnswerRules = field(default_factory=default_rules)
     more_calls: MoreCalls | None = field(default_factory=MoreCalls)
-    ask_after_refusal: bool = True
-    ask_about: frozenset[Reason] = ASKED_ABOUT
     answer_from_results: bool = True
-    use_quantities: bool = True
     items: Callable[[str], list[str]] | None = listed_items
 
 
@@ -179,7 +190,7 @@ class Policies:
 
     Attributes:
         checks, selectors, answer_checks: in the order the loop applies them.
-        rules: the planner rules.
+        rules: the answer rules and the planner rules.
         approve_all: the approval gate is off (every irreversible call is made).
     """
 
@@ -212,12 +223,9 @@ class Policies:
         if clarify != "off" and "clarify" not in off:
             asks = Clarify(ungrounded=clarify == "ungrounded", settle="settle" not in off)
         rules = PlannerRules(
-            check_answers="check_answers" not in off,
+            answer=default_rules(off, ask_about=ASKED_ABOUT | _copied_asked(asks)),
             more_calls=None if "more_calls" in off else MoreCalls(),
-            ask_after_refusal="ask_after_refusal" not in off,
-            ask_about=ASKED_ABOUT | _copied_asked(asks),
             answer_from_results="answer_from_results" not in off,
-            use_quantities="use_quantities" not in off,
             items=None if "listed_items" in off else listed_items,
         )
         return cls(
@@ -232,25 +240,26 @@ class Policies:
         """The ReAct planner under these rules."""
         return ReactPlanner(
             stop_after_calls=stop_after_calls,
-            check_answers=self.rules.check_answers,
+            rules=self.rules.answer,
             more_calls=self.rules.more_calls,
-            ask_after_refusal=self.rules.ask_after_refusal,
-            ask_about=self.rules.ask_about,
             answer_from_results=self.rules.answer_from_results,
-            use_quantities=self.rules.use_quantities,
         )
 
     def planner(self, name: str) -> Planner:
         """The planner `name` ("react", "graph", "search", "auto", "code") under these
         rules."""
         react = self.react()
-        items = self.rules.items
+        items, answer = self.rules.items, self.rules.answer
         planners: dict[str, Callable[[], Planner]] = {
             "react": lambda: react,
-            "graph": lambda: GraphPlanner(items=items),
-            "search": SearchPlanner,
-            "auto": lambda: AutoPlanner(items=items, one=react) if items else react,
-            "code": CodePlanner,
+            "graph": lambda: GraphPlanner(items=items, rules=answer),
+            "search": lambda: SearchPlanner(rules=answer),
+            "auto": lambda: (
+                AutoPlanner(items=items, one=react, many=GraphPlanner(items=items, rules=answer))
+                if items
+                else react
+            ),
+            "code": lambda: CodePlanner(rules=answer),
         }
         if name not in planners:
             raise UserError(f"Unknown planner {name!r}; use react, graph, search, auto or code.")
@@ -266,11 +275,8 @@ class Policies:
             names.discard(APPROVAL)
         rules = self.rules
         flags = {
-            "check_answers": rules.check_answers,
             "more_calls": rules.more_calls is not None,
-            "ask_after_refusal": rules.ask_after_refusal,
             "answer_from_results": rules.answer_from_results,
-            "use_quantities": rules.use_quantities,
             "listed_items": rules.items is not None,
         }
-        return names | {name for name, on in flags.items() if on}
+        return names | set(rules.answer.names) | {name for name, on in flags.items() if on}

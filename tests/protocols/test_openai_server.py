@@ -580,3 +580,31 @@ def test_a_repeated_call_whose_result_is_known_gets_an_answer_from_the_results(
     # a result not yet returned is no repeat: the call goes back to the client
     pending = sdk.chat.completions.create(model="m", messages=[asked, made], tools=[WEATHER])
     assert pending.choices[0].finish_reason == "tool_calls"
+
+
+def test_an_answer_from_memory_is_sent_back_once_and_a_grounded_one_passes_unchanged(
+    client: Callable[[ChatModel], openai.OpenAI],
+) -> None:
+    seen: list[Seen] = []
+
+    def guesses(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> str:
+        seen.append(Seen(messages=messages, tools=tools, settings=settings))
+        if messages[-1].origin == "loop":  # told that 19 came from nowhere: it calls
+            return json.dumps(
+                {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
+            )
+        results = [m.content for m in messages if m.role == "tool"]
+        return json.dumps({"answer": f"It is {results[-1] if results else '19 °C'} in Paris."})
+
+    sdk = client(FunctionModel(guesses, name="guesses"))
+    asked: Any = {"role": "user", "content": "Weather in Paris?"}
+    first = sdk.chat.completions.create(model="m", messages=[asked], tools=[WEATHER])
+    assert function_call(first.choices[0].message).function.name == "get_weather"
+    assert "You answered 19 without using a tool" in seen[-1].messages[-1].content
+    made: Any = first.choices[0].message.model_dump(exclude_none=True)
+    result: Any = {"role": "tool", "tool_call_id": made["tool_calls"][0]["id"], "content": "21 °C"}
+    seen.clear()
+    answered = sdk.chat.completions.create(
+        model="m", messages=[asked, made, result], tools=[WEATHER]
+    )
+    assert answered.choices[0].message.content == "It is 21 °C in Paris." and len(seen) == 1

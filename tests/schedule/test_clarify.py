@@ -4,7 +4,17 @@ import asyncio
 import json
 from pathlib import Path
 
-from bigloop import Clarify, Loop, ReactPlanner, ScriptedModel, ToolCall, ToolSpec, TraceStore, tool
+from bigloop import (
+    Clarify,
+    Loop,
+    ReactPlanner,
+    ScriptedModel,
+    ToolCall,
+    ToolSpec,
+    TraceStore,
+    default_rules,
+    tool,
+)
 
 SENT: list[tuple[str, str]] = []
 
@@ -212,7 +222,7 @@ def test_an_answer_after_a_refused_guess_asks_the_user_instead() -> None:
     plain = Loop(
         ScriptedModel([guess, answer("I said hi.")]),
         [send_message],
-        planner=ReactPlanner(ask_after_refusal=False),
+        planner=ReactPlanner(rules=default_rules(off={"ask_after_refusal"})),
         clarify=Clarify(),
     ).run_sync("Say hi to my colleague.")
     assert plain.status == "ok" and plain.answer == "I said hi."  # as before the policy

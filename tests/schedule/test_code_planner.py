@@ -82,7 +82,17 @@ def test_an_approval_stops_the_run_with_the_question() -> None:
 
 
 def test_a_syntax_error_goes_back_without_running() -> None:
-    script = ScriptedModel([program("print(add(a=1, b=2)"), answer("3")])
+    script = ScriptedModel(
+        [program("print(add(a=1, b=2)"), program("print(add(a=1, b=2))"), answer("3")]
+    )
     result = Loop(script, [add], planner=CodePlanner()).run_sync("1 + 2?")
-    assert result.answer == "3" and not [s for s in result.steps if s.kind == "tool"]
+    assert result.answer == "3" and len([s for s in result.steps if s.kind == "tool"]) == 1
     assert any("SyntaxError" in m.content for m in result.messages if m.origin == "loop")
+
+
+def test_an_answer_from_memory_goes_back_once_as_in_react() -> None:
+    script = ScriptedModel([answer("3"), program("print(add(a=1, b=2))"), answer("3")])
+    result = Loop(script, [add], planner=CodePlanner()).run_sync("1 + 2?")
+    assert result.answer == "3" and len([s for s in result.steps if s.kind == "tool"]) == 1
+    sent_back = [m.content for m in result.messages if m.origin == "loop"]
+    assert any("without using a tool" in m for m in sent_back)

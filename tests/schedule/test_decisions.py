@@ -12,7 +12,7 @@ import pytest
 
 from bigloop import Clarify, Loop, LoopConfig, ScriptedModel, TraceStore, UserError, tool
 from bigloop.parts import NAMES, PARTS, Policies
-from bigloop.planners.react import call_fragment
+from bigloop.planners.rules import call_fragment
 from bigloop.policies import wording
 from bigloop.trace.records import Reason
 

@@ -262,3 +262,24 @@ def test_steps_that_finish_together_are_recorded_in_plan_order() -> None:
     assert [(s.index, s.message.tool_call_id) for s in result.tool_steps if s.message] == [
         (n, f"${n}") for n in range(1, 9)
     ]
+
+
+@tool
+def calculate(expression: str) -> float:
+    """Evaluate an arithmetic expression."""
+    return float(eval(expression, {"__builtins__": {}}))  # the test's own expressions
+
+
+def test_a_joined_answer_left_unevaluated_goes_back_and_may_replan() -> None:
+    model = ScriptedModel(
+        [
+            plan(("slow_price", {"city": "Oslo"}), ("slow_price", {"city": "Rome"})),
+            answer("5.0 + 2.0"),  # a calculation, while a calculator is offered: sent back
+            plan(("calculate", {"expression": "5.0 + 2.0"})),
+            answer("7.0"),
+        ]
+    )
+    tools = [slow_price, calculate]
+    result = Loop(model, tools, planner="graph").run_sync("Oslo plus Rome coffee?")
+    assert result.status == "ok" and result.answer == "7.0"
+    assert [s.name for s in result.tool_steps][-1] == "calculate"

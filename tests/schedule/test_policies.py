@@ -18,6 +18,7 @@ from bigloop import (
     ToolCall,
     ToolSpec,
     Verdict,
+    default_rules,
 )
 from bigloop.policies import default_checks, run_checks
 
@@ -197,7 +198,9 @@ def test_an_answer_one_step_short_goes_back_once_to_use_the_quantity_left_out() 
     assert Loop(again, [calculator]).run_sync(SAVING).answer == "4200"
     # off: the short answer stands
     short = _saving(_calc("350 * 12"), {"answer": "4200"})
-    off = Loop(short, [calculator], planner=ReactPlanner(use_quantities=False))
+    off = Loop(
+        short, [calculator], planner=ReactPlanner(rules=default_rules(off={"use_quantities"}))
+    )
     assert off.run_sync(SAVING).answer == "4200"
 
 
@@ -261,7 +264,7 @@ def test_a_number_inside_a_larger_one_or_a_calculation_left_undone_is_no_answer(
 
 
 def test_an_answer_quoting_an_address_from_a_tool_error_is_judged_without_failing() -> None:
-    from bigloop.planners.react import _given
+    from bigloop.planners.rules import _given
 
     assert _given("127.0.0.1", "error: the agent at http://127.0.0.1:45397/ is gone")
     assert not _given("10.0.0.1", "error: the agent at http://127.0.0.1:45397/ is gone")

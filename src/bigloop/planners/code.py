@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bigloop._errors import InputRequired
+from bigloop._errors import InputRequired, RunFailure
 from bigloop.atoms.builtin.bridge import Bridge, BridgeReply, program_stubs
 from bigloop.atoms.builtin.python_sandbox import (
     SandboxLimits,
@@ -37,6 +37,7 @@ from bigloop.atoms.builtin.python_sandbox import (
     sandbox_problem,
 )
 from bigloop.atoms.models.base import Message, ToolCall
+from bigloop.planners.rules import Answered, AnswerRules, CallAgain, Stop, default_rules
 from bigloop.runtime.call import CallResult
 from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Question, Step
@@ -84,10 +85,13 @@ class CodePlanner:
     Attributes:
         limits: what one program may use (wall time, CPU, memory, output).
         max_calls: tool calls one program may make.
+        rules: judge each answer before the run ends with it (`planners.rules`; default:
+            all of them).
     """
 
     limits: SandboxLimits | None = None
     max_calls: int = 20
+    rules: AnswerRules = field(default_factory=default_rules)
     name: str = "code"
 
     def __post_init__(self) -> None:
@@ -100,6 +104,7 @@ class CodePlanner:
         made: list[tuple[ToolCall, CallResult | InputRequired]] = []
         bridge = Bridge(tools=ctx.specs, call=_caller(ctx, made), max_calls=self.max_calls)
         system = SYSTEM.format(functions=program_stubs(bridge) or "(none)")
+        rules = self.rules.fresh()
         while True:
             ctx.check_budget()
             response = await ctx.model_turn(_with_system(system, ctx.messages), settings)
@@ -112,8 +117,20 @@ class CodePlanner:
                 continue
             kind, text = turn
             if kind == "answer":
-                ctx.finish(text)
-                return
+                verdict = rules.judge(Answered.of_run(ctx, text))
+                match verdict:
+                    case None:
+                        ctx.finish(text)
+                        return
+                    case Stop(message=message):
+                        raise RunFailure(message)
+                    case CallAgain(calls=calls):
+                        ctx.messages.append(Message(role="assistant", tool_calls=calls))
+                        async for step in ctx.calls(calls):
+                            yield step
+                    case _:
+                        ctx.repair(verdict.note or f"Your answer went back: {verdict.problem}.")
+                continue
             if (problem := _syntax_error(text)) is not None:
                 ctx.repair(FAILED.format(error=problem))
                 continue

@@ -16,6 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import (
     Message,
     ModelResponse,
@@ -27,6 +28,7 @@ from bigloop.atoms.models.base import (
 from bigloop.atoms.models.prompts import describe_tools, to_plain_chat
 from bigloop.planners.plan import InvalidPlan, Plan, PlanStep, is_empty, parse_plan, plan_schema
 from bigloop.planners.plan import resolve as resolve_refs
+from bigloop.planners.rules import Answered, AnswerRules, CallAgain, Retry, Stop, default_rules
 from bigloop.policies.select import listed_items
 from bigloop.runtime.call import CallResult
 from bigloop.runtime.context import RunContext
@@ -109,6 +111,7 @@ class GraphState:
     plan_text: str = ""
     note: str | None = None
     last_reply: str = ""
+    sent_back: bool = False  # an answer rule sent the last answer back: it may replan
 
     @property
     def next_id(self) -> int:
@@ -143,6 +146,8 @@ class GraphPlanner:
             stream structured output).
         items: finds the items a task enumerates; the first plan must have at least one
             step per item (None: no minimum).
+        rules: judge the joiner's answer (`planners.rules`; default: all of them); an
+            answer sent back may replan (within `max_replans`).
     """
 
     name = "graph"
@@ -154,7 +159,9 @@ class GraphPlanner:
         max_plan_steps: int = 12,
         stream: bool = True,
         items: Callable[[str], list[str]] | None = listed_items,
+        rules: AnswerRules | None = None,
     ) -> None:
+        self.rules = default_rules() if rules is None else rules
         self.max_replans = max_replans
         self.max_plan_steps = max_plan_steps
         self.stream = stream
@@ -162,15 +169,15 @@ class GraphPlanner:
 
     async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
         g = self.restore(ctx)
+        rules = self.rules.fresh()
         while True:
             if g.unfinished:
                 async for step in self._execute(ctx, g):
                     yield step
             ctx.check_budget()
             planning = not g.steps and bool(ctx.specs)
-            replan = (
-                bool(g.troubled(ctx.writes)) and g.replans < self.max_replans and bool(ctx.specs)
-            )
+            trouble = bool(g.troubled(ctx.writes)) or g.sent_back
+            replan = trouble and g.replans < self.max_replans and bool(ctx.specs)
             messages = self._prompt(ctx, g, planning=planning, replan=replan)
             items = self.items(ctx.task) if planning and self.items else []
             min_steps = min(len(items), self.max_plan_steps) or 1
@@ -197,11 +204,16 @@ class GraphPlanner:
                 g.note, g.last_reply = str(e), response.text
                 ctx.count_repair(str(e))
                 continue
-            g.note = None
+            g.note, g.sent_back = None, False
             if isinstance(parsed, str):
-                ctx.finish(parsed)
-                self._record_history(ctx, g)
-                return
+                verdict = rules.judge(Answered.of_run(ctx, parsed))
+                if verdict is None:
+                    ctx.finish(parsed)
+                    self._record_history(ctx, g)
+                    return
+                async for step in _sent_back(ctx, g, verdict, response.text):
+                    yield step
+                continue
             if not planning:
                 g.replans += 1
             g.plan_text = g.plan_text or response.text
@@ -480,3 +492,20 @@ def _earlier_turns(ctx: RunContext) -> list[Message]:
         return []
     chat = to_plain_chat(earlier, [])[1:]
     return [Message(role=cast(Role, c["role"]), content=c["content"]) for c in chat]
+
+
+async def _sent_back(
+    ctx: RunContext, g: GraphState, verdict: Retry | CallAgain | Stop, reply: str
+) -> AsyncIterator[Step]:
+    """An answer an answer rule sent back: its note goes to the next turn, which may
+    replan; calls to make again are made (a refused guess: the user is asked)."""
+    match verdict:
+        case Stop(message=message):
+            raise RunFailure(message)
+        case Retry(note=note, problem=problem):
+            g.note, g.last_reply, g.sent_back = note, reply, verdict.tools
+            ctx.count_repair(f"an answer sent back: {problem}")
+        case CallAgain(calls=calls):
+            ctx.messages.append(Message(role="assistant", tool_calls=calls))
+            async for step in ctx.calls(calls):
+                yield step

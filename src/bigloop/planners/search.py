@@ -7,7 +7,9 @@ are made once), and scores each child by f = g + h: g counts the calls made on t
 (cost so far), h penalises failed and empty results; a candidate answer costs its path's
 f plus a penalty for the verifier's doubt. The lowest-f node is expanded next,
 which backtracks by itself when a branch keeps failing. A candidate answer ends the search
-when the verifier accepts it; `max_nodes` bounds the expansions.
+when the verifier accepts it; `max_nodes` bounds the expansions. A candidate answer that
+an answer rule (`planners.rules`) would send back is not a candidate: the search goes on
+along the other branches.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from bigloop._errors import BudgetExceeded
 from bigloop.atoms.models.base import Message, ModelSettings
 from bigloop.planners.plan import is_empty
+from bigloop.planners.rules import Answered, AnswerRules, calls_in, default_rules
 from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Step
 
@@ -76,6 +79,8 @@ class SearchPlanner:
         temperature: sampling temperature of the alternative candidates.
         verifier: scores a candidate answer; the default accepts an answer whose path
             ended in a successful call.
+        rules: an answer any of them would send back is dropped (judged on its own path;
+            default: all of them).
     """
 
     name = "search"
@@ -87,7 +92,9 @@ class SearchPlanner:
         max_nodes: int = 6,
         temperature: float = 0.8,
         verifier: Verifier | None = None,
+        rules: AnswerRules | None = None,
     ) -> None:
+        self.rules = default_rules() if rules is None else rules
         self.width = width
         self.max_nodes = max_nodes
         self.temperature = temperature
@@ -125,7 +132,7 @@ class SearchPlanner:
                     results=list(node.results),
                 )
                 if not response.tool_calls:
-                    score = self.verifier(ctx.task, response.text, child.results)
+                    score = self._score(ctx, child, response.text)
                     if score >= 0.5:
                         cost = child.f + UNVERIFIED_COST * (1 - score)
                         heapq.heappush(answers, (cost, 1 - score, child.id, child, response.text))
@@ -153,6 +160,21 @@ class SearchPlanner:
         *_, best, answer = answers[0]
         ctx.messages[:] = best.messages
         ctx.finish(answer)
+
+    def _score(self, ctx: RunContext, path: Node, text: str) -> float:
+        """The verifier's score of the answer `text` at the end of `path`; 0 (rejected)
+        when an answer rule would send it back, judged on `path` alone."""
+        answer = Answered(
+            text=text,
+            task=ctx.task,
+            evidence=ctx.evidence(),
+            specs=ctx.specs,
+            results=[r.text for r in path.results if r.ok],
+            calls=calls_in(path.messages),
+        )
+        if self.rules.fresh().judge(answer) is not None:
+            return 0.0
+        return self.verifier(ctx.task, text, path.results)
 
     def _settings(self, base: ModelSettings, k: int) -> ModelSettings:
         if k == 0:

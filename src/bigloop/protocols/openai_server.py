@@ -47,6 +47,7 @@ from bigloop.atoms.models.local import call_schema
 from bigloop.atoms.models.parse import to_response
 from bigloop.atoms.models.prompts import ANSWER_NOW, to_plain_chat
 from bigloop.parts import PlannerRules, Policies
+from bigloop.planners.rules import Answered, Retry
 from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for, require_token
 from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
 from bigloop.runtime.call import call_key
@@ -67,7 +68,8 @@ def create_app(
 
     Args:
         off: policies to switch off (`bigloop.parts`); the server applies the
-            planner rules `more_calls` and `answer_from_results` to each reply.
+            planner rules `more_calls` and `answer_from_results` and the answer rules
+            (`bigloop.planners.rules`) to each reply.
         allowed_hosts: the host names requests may be addressed to (`Guard`: Host and
             Origin checked, bodies capped).
         token: the bearer token requests must carry (None: none).
@@ -116,9 +118,12 @@ async def reply(
     """The model's reply to `turn`, under the planner `rules` (default: all on): calls that
     only repeat earlier ones are answered from the results (`answer_from_results`), and
     calls are extended by `MoreCalls` when the client allows several and the model can
-    continue its reply (`more_calls`)."""
+    continue its reply (`more_calls`). An answer an answer rule sends back with a note is
+    asked for once more, with the note (`_judged`)."""
     rules = rules or PlannerRules()
     response = await _first_reply(model, turn)
+    if not (response.tool_calls or response.error or turn.require_call) and turn.tools:
+        return await _judged(model, turn, rules, response)
     repeats = response.tool_calls and _only_repeats(response, turn.messages)
     if repeats and rules.answer_from_results and not turn.require_call:
         return await _answer_from_results(model, turn, response)
@@ -133,6 +138,26 @@ async def reply(
         next_call = functools.partial(model.next_call, turn.messages, turn.tools)
         await more.extend(response, user, lambda calls, stop: next_call(calls, turn.settings, stop))
     return response
+
+
+async def _judged(
+    model: ChatModel, turn: ChatTurn, rules: PlannerRules, answer: ModelResponse
+) -> ModelResponse:
+    """`answer`, unless an answer rule sends it back with a note to the model (a number
+    from memory while tools were offered, an answer one step short…): then the model's
+    next reply to the conversation with that note, a call or an answer. The note is the
+    server's, never shown to the client; a rule that would end a loop run, or make calls
+    for the client, leaves the answer as it is."""
+    verdict = rules.answer.fresh().judge(Answered.of_chat(turn.messages, turn.tools, answer.text))
+    if not isinstance(verdict, Retry) or verdict.note is None or not verdict.tools:
+        return answer
+    note = Message(role="user", content=verdict.note, origin="loop")
+    said = Message(role="assistant", content=answer.text)
+    again = await model.chat([*turn.messages, said, note], turn.tools, turn.settings)
+    if again.error or not (again.tool_calls or again.text.strip()):
+        return answer
+    again.usage.add(answer.usage)
+    return again
 
 
 def _only_repeats(response: ModelResponse, messages: list[Message]) -> bool:
