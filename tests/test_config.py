@@ -197,3 +197,23 @@ def test_max_calls_per_turn_reaches_the_budget() -> None:
     assert Loop.from_config(capped).budget.max_calls_per_turn == 2
     with pytest.raises(UserError, match="max_calls_per_turn"):
         LoopConfig.from_data({"max_calls_per_turn": 0}, source="test")
+
+
+def test_a_loop_and_a_config_have_the_same_defaults_by_construction() -> None:
+    from bigloop import Loop, ScriptedModel, tool
+    from bigloop.config import LoopConfig
+
+    @tool
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    model = ScriptedModel([])
+    plain = Loop(model, [echo])
+    built = Loop.from_config(LoopConfig(), model=model, tools=[echo])
+    assert plain.planner.name == built.planner.name == LoopConfig().planner
+    assert [c.name for c in plain.checks] == [c.name for c in built.checks]
+    assert [c.name for c in plain.selectors] == [c.name for c in built.selectors]
+    assert plain.budget == built.budget and plain.settings == built.settings
+    strict = Loop(model, [echo], config=LoopConfig(off=["clarify"], max_steps=3))
+    assert "clarify" not in [c.name for c in strict.checks] and strict.budget.max_steps == 3

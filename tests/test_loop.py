@@ -74,7 +74,8 @@ def test_parallel_calls_in_one_turn() -> None:
             ]
         }
     )
-    result = Loop(ScriptedModel([both, answer("cold, warm")]), [lookup]).run_sync("Oslo and Rome?")
+    loop = Loop(ScriptedModel([both, answer("cold, warm")]), [lookup], planner="react")
+    result = loop.run_sync("Oslo and Rome?")
     # Steps are recorded as calls complete; the conversation lists results in call order.
     assert sorted(s.output for s in result.tool_steps) == ["cold", "warm"]
     assert [m.content for m in result.messages if m.role == "tool"] == ["cold", "warm"]
@@ -297,7 +298,9 @@ def test_values_copied_from_the_tool_docs_are_sent_back() -> None:
     assert "is the example from the tool's description" in str(result.tool_steps[0].output)
     # The same value is fine when the user asked for it.
     ok = Loop(
-        ScriptedModel([call("weather", city="San Francisco, CA"), answer("sunny")]), [weather]
+        ScriptedModel([call("weather", city="San Francisco, CA"), answer("sunny")]),
+        [weather],
+        planner="react",  # auto reads "San Francisco, CA" as two items: a graph
     ).run_sync("Weather in San Francisco, CA?")
     assert [s.error for s in ok.tool_steps] == [None]
 

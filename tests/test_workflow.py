@@ -60,7 +60,7 @@ def test_workflow_is_a_tool_inside_a_loop() -> None:
             json.dumps({"answer": "200"}),
         ]
     )
-    result = Loop(model, [wf]).run_sync("Cheaper hotel, Paris or Oslo?")
+    result = Loop(model, [wf], planner="react").run_sync("Cheaper hotel, Paris or Oslo?")
     assert [(s.name, s.output) for s in result.tool_steps] == [("cheaper", "200")]
 
 

@@ -42,11 +42,12 @@ from pydantic import (
 )
 
 from bigloop._errors import UserError
-from bigloop.atoms.models.base import ChatModel
+from bigloop.atoms.models.base import ChatModel, ModelSettings
 from bigloop.atoms.models.prompts import DEMOS_HEADER
 from bigloop.atoms.tool import Tool
 from bigloop.parts import NAMES, ClarifyWhen, EscalateWhen
 from bigloop.parts import PlannerName as Planner
+from bigloop.runtime.context import Budget
 
 _CHOICES: dict[str, object] = {
     "planner": Planner,
@@ -281,6 +282,22 @@ class LoopConfig(BaseModel):
                 "adapter": adapter,
             }
         )
+
+    def budget(self) -> Budget:
+        """The run's limits this config sets."""
+        return Budget(
+            max_steps=self.max_steps,
+            max_repairs=self.max_repairs,
+            max_seconds=self.max_seconds,
+            max_tokens=self.max_tokens,
+            max_cost=self.max_cost,
+            max_step_seconds=self.max_step_seconds,
+            max_calls_per_turn=self.max_calls_per_turn,
+        )
+
+    def model_settings(self) -> ModelSettings:
+        """The model's sampling settings this config sets."""
+        return ModelSettings(temperature=self.temperature, max_tokens=self.max_tokens_per_turn)
 
     def instructions(self) -> str | None:
         """The system text the loop puts first: `system`, then the demonstrations."""

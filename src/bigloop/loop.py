@@ -53,29 +53,38 @@ OnStep = Callable[[Step], None]
 class Loop:
     """A tool-calling loop over one model and a set of tools.
 
+    One way to build a loop: `Loop(model, tools, config=LoopConfig(...))`. The config
+    gives every default — planner, policies (`off`, `clarify`, `tool_fits`, `top_k`),
+    budget, sampling settings, system prompt and demonstrations, tool docs — so
+    `Loop(model, tools)` behaves as `bigloop run` with `LoopConfig()`; the keyword
+    arguments below replace single parts. The config's own model and tools fields
+    describe what `Loop.from_config` builds; here `model` and `tools` are used as given.
+
     Args:
         model: any `ChatModel` (local, OpenAI-compatible, scripted).
-        tools: the tools offered to the model.
-        system: an optional system prompt placed before bigloop's own instructions.
-        budget: step, token, cost, time and repair limits.
-        settings: the model's sampling settings.
+        tools: the tools offered to the model (`config.tool_docs` replaces their docs).
+        config: the defaults of every part below (None: `LoopConfig()`).
+        system: a system prompt placed before bigloop's own instructions (default: the
+            config's system prompt and demonstrations).
+        budget: step, token, cost, time and repair limits (default: the config's).
+        settings: the model's sampling settings (default: the config's).
         store: where steps are traced; None keeps the run in memory only.
-        config: the `LoopConfig` this loop was built from (stored with each run).
         top_k: offer the model only the k tools most relevant to the task (BM25); None
-            offers all, most relevant first.
+            takes the config's (None: all, most relevant first).
         planner: "react" (a model turn per step), "graph" (plan a task graph, run it
             concurrently, join; `GraphPlanner`), "search" (tree search over candidate
             calls; `SearchPlanner`), "auto" (graph when the task lists several items,
-            else react; `AutoPlanner`), or a planner object.
-        clarify: when to ask the user instead of guessing an argument; None never asks.
+            else react; `AutoPlanner`), "code" (programs that call the tools;
+            `CodePlanner`), or a planner object; None: the config's ("auto").
+        clarify: a clarifying check in place of the one `config.clarify` sets.
         ask: how to ask (returns the answer). Without it, a run that must ask stops with
             status "input_required" and the question; `resume(run_id, answer=...)`
             continues it.
         registry: select the offered tools by searching this registry (hybrid BM25 +
             dense) for the task, `top_k` of them (default 5); the model also gets
             `find_tools` to search it for more. Its tools join `tools`.
-        checks: the call checks, in order (default: `default_checks(clarify)`).
-        answer_checks: revise the final answer, in order (default: `HonourPrecision`).
+        checks: the call checks, in order (default: the config's policies).
+        answer_checks: revise the final answer, in order (default: the config's).
         selectors: the tool selectors, in order (default: relevance gate, then BM25 rank
             keeping `top_k`; with a registry, `RegistrySearch`).
         approve: who approves calls to irreversible tools, `approve(call, spec) -> bool`
@@ -93,13 +102,13 @@ class Loop:
         model: ChatModel,
         tools: Sequence[Tool] = (),
         *,
+        config: LoopConfig | None = None,
         system: str | None = None,
         budget: Budget | None = None,
         settings: ModelSettings | None = None,
         store: TraceStore | None = None,
-        config: LoopConfig | None = None,
         top_k: int | None = None,
-        planner: PlannerName | Planner = "react",
+        planner: PlannerName | Planner | None = None,
         clarify: Clarify | None = None,
         ask: AskFn | None = None,
         registry: Registry | None = None,
@@ -109,12 +118,15 @@ class Loop:
         approve: Approver | Literal["ask"] | None = ASK,
         secrets: Sequence[str] = (),
     ) -> None:
-        if registry is not None:
-            tools = [*tools, *registry.tools_for([c.name for c in registry.cards])]
-            tools = [*{t.name: t for t in tools}.values(), find_tools_tool(registry)]
-        names = [t.name for t in tools]
-        if duplicates := {n for n in names if names.count(n) > 1}:
-            raise UserError(f"Two tools share the name(s) {sorted(duplicates)}; rename one.")
+        self.config = config or LoopConfig()
+        self._described = False  # by `from_config`: the config names the model and tools
+        policies = Policies.build(
+            self.config.off,
+            clarify=self.config.clarify,
+            top_k=top_k if top_k is not None else self.config.top_k,
+            tool_fits=self.config.tool_fits,
+        )
+        tools = self._offered(self.config.documented(list(tools)), registry)
         self.model = model
         self.tools = {t.name: t for t in tools}
         self.specs = [
@@ -122,15 +134,14 @@ class Loop:
             for t in tools
         ]
         self.catalog = {s.name: s for s in self.specs}
-        self.system = system
-        self.budget = budget or Budget()
-        self.settings = settings or ModelSettings()
+        self.system = system if system is not None else self.config.instructions()
+        self._user_system = system if system is not None else self.config.system
+        self.budget = budget or self.config.budget()
+        self.settings = settings or self.config.model_settings()
         self.store = store
-        self.config = config
-        self.planner = _planner(planner)
-        self.checks = list(checks) if checks is not None else list(_DEFAULTS.checks)
-        if clarify is not None:
-            self.checks.append(clarify)
+        self.planner = _planner(planner or self.config.planner, policies)
+        self.checks = _with_clarify(list(policies.checks if checks is None else checks), clarify)
+        approve = approve_all if policies.approve_all else approve
         self.checks = bind_judge(with_approval(self.checks, approve), model)
         if store is not None and secrets:
             store.redactor = store.redactor.adding(secrets)
@@ -139,11 +150,26 @@ class Loop:
         elif registry is not None:
             self.selectors = [RegistrySearch(registry, k=top_k or 5)]
         else:
-            self.selectors = Policies.build(clarify="off", top_k=top_k).selectors
-        self.answer_checks = (
-            list(answer_checks) if answer_checks is not None else list(_DEFAULTS.answer_checks)
+            self.selectors = policies.selectors
+        self.answer_checks = list(
+            policies.answer_checks if answer_checks is None else answer_checks
         )
         self.ask = ask
+
+    @staticmethod
+    def _offered(tools: list[Tool], registry: Registry | None) -> list[Tool]:
+        """`tools`, with a registry's tools and `find_tools` when there is one.
+
+        Raises:
+            UserError: two tools share a name.
+        """
+        if registry is not None:
+            tools = [*tools, *registry.tools_for([c.name for c in registry.cards])]
+            tools = [*{t.name: t for t in tools}.values(), find_tools_tool(registry)]
+        names = [t.name for t in tools]
+        if duplicates := {n for n in names if names.count(n) > 1}:
+            raise UserError(f"Two tools share the name(s) {sorted(duplicates)}; rename one.")
+        return tools
 
     @classmethod
     def from_config(
@@ -156,10 +182,11 @@ class Loop:
         tools: Sequence[Tool] | None = None,
         model: ChatModel | None = None,
     ) -> Loop:
-        """The loop `config` describes: its model, tools, planner, policies and budget.
+        """The loop `config` describes, its model and tools built from it: what `bigloop
+        run` runs, and what a stored run is resumed with.
 
-        `tools` and `model`, when given, replace the ones `config` names: any program's
-        own tools (or model) get `bigloop run`'s planner and policies around them.
+        `tools` and `model`, when given, replace the ones `config` names (the same as
+        `Loop(model, tools, config=config)`).
 
         Paths in `config` are made absolute first (`LoopConfig.with_absolute_paths`): the
         config stored with each run then names the same files whatever folder a resume
@@ -170,34 +197,16 @@ class Loop:
                 tools cannot be built.
         """
         config = config.with_absolute_paths()
-        policies = Policies.build(
-            config.off, clarify=config.clarify, top_k=config.top_k, tool_fits=config.tool_fits
-        )
-        return cls(
+        loop = cls(
             model if model is not None else config.build_model(),
-            config.documented(list(tools) if tools is not None else config.build_tools()),
-            system=config.instructions(),
-            budget=Budget(
-                max_steps=config.max_steps,
-                max_repairs=config.max_repairs,
-                max_seconds=config.max_seconds,
-                max_tokens=config.max_tokens,
-                max_cost=config.max_cost,
-                max_step_seconds=config.max_step_seconds,
-                max_calls_per_turn=config.max_calls_per_turn,
-            ),
-            settings=ModelSettings(
-                temperature=config.temperature, max_tokens=config.max_tokens_per_turn
-            ),
-            store=store,
+            list(tools) if tools is not None else config.build_tools(),
             config=config,
-            planner=policies.planner(config.planner),
-            checks=policies.checks,
-            selectors=policies.selectors,
-            answer_checks=policies.answer_checks,
+            store=store,
             ask=ask,
-            approve=approve_all if policies.approve_all else approve,
+            approve=approve,
         )
+        loop._described = model is None and tools is None
+        return loop
 
     async def run(
         self,
@@ -381,8 +390,7 @@ class Loop:
         demonstrations a config adds (`LoopConfig.system`), and a history's own system
         message (merged after the loop's by `_with_system`). Such text grounds values (a
         date or an account id given there); the demonstrations' values do not."""
-        own = self.config.system if self.config is not None else self.system
-        said = [own] if own else []
+        said = [self._user_system] if self._user_system else []
         first = history[0] if history else None
         system = self.system or ""
         if first is None or first.role != "system" or first.content == system:
@@ -454,9 +462,9 @@ class Loop:
         )
 
     def _run_config(self) -> dict[str, Any]:
-        """What is stored with each run: the `LoopConfig` when the loop has one (so the
-        CLI can rebuild it), else a description of the loop."""
-        if self.config is not None:
+        """What is stored with each run: the `LoopConfig` when it names the loop's model
+        and tools (so the CLI can rebuild it), else a description of the loop."""
+        if self._described:
             return self.config.model_dump()
         return {
             "tools": list(self.tools),
@@ -506,7 +514,7 @@ def _with_system(system: str | None, history: list[Message]) -> list[Message]:
     return [Message(role="system", content=system), *history]
 
 
-def _planner(planner: PlannerName | Planner) -> Planner:
+def _planner(planner: PlannerName | Planner, policies: Policies) -> Planner:
     if not isinstance(planner, str):
         return planner
     if planner not in get_args(PlannerName):
@@ -514,9 +522,12 @@ def _planner(planner: PlannerName | Planner) -> Planner:
             f"Unknown planner {planner!r}; use react, graph, search, auto or code "
             "(or pass a planner object)."
         )
-    return _DEFAULTS.planner(planner)
+    return policies.planner(planner)
 
 
-_DEFAULTS = Policies.build(clarify="off")
-"""A `Loop()`'s policies: the registry's, without clarifying questions (a program asks
-for them with `clarify=`; `Loop.from_config(LoopConfig())` has `bigloop run`'s)."""
+def _with_clarify(checks: list[CallCheck], clarify: Clarify | None) -> list[CallCheck]:
+    """`checks` with `clarify` in the place of their own clarifying check (or last)."""
+    if clarify is None:
+        return checks
+    at = next((i for i, c in enumerate(checks) if isinstance(c, Clarify)), len(checks))
+    return [*checks[:at], clarify, *checks[at + 1 :]]

@@ -15,6 +15,7 @@ from bigloop import (
     default_rules,
     tool,
 )
+from bigloop.atoms.builtin.calculator import calculator
 
 SENT: list[tuple[str, str]] = []
 
@@ -443,3 +444,15 @@ def test_values_said_another_way_or_in_the_system_prompt_are_grounded() -> None:
         clarify=Clarify(),
     ).run_sync("A table for 2 at 6:30 PM next Friday, please.")
     assert refused.status == "input_required" and "time" in (refused.question or "")
+
+
+def test_a_value_under_a_wrong_name_is_repaired_not_asked_about() -> None:
+    """`expr` for `expression`: the model's slip goes back to it; the user said the value."""
+    slip = call("calculator", expr="3*4")
+    result = Loop(
+        ScriptedModel([slip, call("calculator", expression="3*4"), answer("12")]),
+        [calculator],
+        clarify=Clarify(ungrounded=False),
+    ).run_sync("3 times 4?")
+    assert result.status == "ok" and result.answer == "12"
+    assert [s.error for s in result.tool_steps] == ["invalid_arguments", None]

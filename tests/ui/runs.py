@@ -62,7 +62,7 @@ def react_run(store: TraceStore) -> str:
             answer("The home page says hello."),
         ]
     )
-    loop = Loop(model, [lookup, repeat], store=store, budget=Budget(max_repairs=5))
+    loop = Loop(model, [lookup, repeat], store=store, budget=Budget(max_repairs=5), planner="react")
     result = loop.run_sync("Read the home page and the missing page.")
     assert result.status == "ok", result
     return result.run_id

@@ -150,13 +150,9 @@ def _dumped(arguments: Iterable[Any]) -> list[str]:
 
 
 def _step_calls(steps: Iterable[Step]) -> list[str]:
-    """The arguments, as JSON, of the run's calls that no message holds (the calls a
-    program made, `planners.code`)."""
-    return _dumped(
-        s.input
-        for s in steps
-        if s.kind == "tool" and s.message is None and isinstance(s.input, dict)
-    )
+    """The arguments, as JSON, of the run's calls: the conversation does not hold them
+    all (a program's calls, `planners.code`; a graph's, until it ends)."""
+    return _dumped(s.input for s in steps if s.kind == "tool" and isinstance(s.input, dict))
 
 
 class AnswerRule(Protocol):

@@ -98,10 +98,13 @@ class Clarify:
         # repeat may come from what they returned or changed: only an irreversible call
         # still needs its values said.
         judge = self.ungrounded and (irreversible(spec) or not evidence.continues)
+        # A value under a name that is no parameter ("expr" for "expression") is the
+        # model's slip, which validation sends back: nothing is missing for the user.
+        slip = bool(props) and any(name not in props for name in call.arguments)
         missing, ungrounded = [], []
         for name in spec.parameters.get("required", []):
             if name not in call.arguments:
-                if self.missing:
+                if self.missing and not slip:
                     missing.append(name)
                 continue
             value = call.arguments[name]

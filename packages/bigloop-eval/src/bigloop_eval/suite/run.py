@@ -20,9 +20,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
-
-from pydantic import PrivateAttr
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel
@@ -79,35 +76,16 @@ class Result:
         return self.prompt_tokens + self.completion_tokens
 
 
-class _Bound(LoopConfig):
-    """A `LoopConfig` whose model and tools are objects given here, so that
-    `Loop.from_config` wires planners, policies and budget exactly as for `bigloop run`
-    while every task shares one loaded model and gets its own tools."""
-
-    _model: Any = PrivateAttr(default=None)
-    _tools: list[Tool] = PrivateAttr(default_factory=list)
-
-    def build_model(self) -> ChatModel:
-        model: ChatModel = self._model
-        return model
-
-    def build_tools(self) -> list[Tool]:
-        return list(self._tools)
-
-
 def build_loop(
     model: ChatModel, tools: list[Tool], config: LoopConfig, store: TraceStore | None = None
 ) -> Loop:
     """The loop `config` describes, with `model` and `tools` instead of the ones it names;
     traced to `store` when given. The made tools of `config.tools_dir` join `tools`."""
-    bound = _Bound.model_validate(config.model_dump())
-    bound._model = model
-    bound._tools = tools
     if config.tools_dir:
         from bigloop.atoms.made import ToolLibrary
 
-        bound._tools = [*tools, *ToolLibrary(config.tools_dir).tools()]
-    return Loop.from_config(bound, store=store)
+        tools = [*tools, *ToolLibrary(config.tools_dir).tools()]
+    return Loop(model, tools, config=config.with_absolute_paths(), store=store)
 
 
 def load_results(path: Path) -> dict[str, Result]:
