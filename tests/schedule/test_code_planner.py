@@ -4,12 +4,11 @@ scripted model; the measurement is in bench/results/)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from bigloop import Loop, ScriptedModel, tool
-from bigloop.planners.code import CodePlanner
+from bigloop.planners.code import PROGRAM, CodePlanner
+from bigloop.trace.records import RunResult, Step
 
 DELETED: list[str] = []
 
@@ -42,11 +41,16 @@ def delete_file(name: str) -> str:
 
 
 def program(code: str) -> str:
-    return json.dumps({"program": code})
+    return f"I will compute it.\n```python\n{code}\n```"
 
 
 def answer(text: str) -> str:
-    return json.dumps({"answer": text})
+    return text
+
+
+def calls(result: RunResult) -> list[Step]:
+    """The tool calls the programs made (not the programs' own steps)."""
+    return [s for s in result.steps if s.kind == "tool" and s.name != PROGRAM]
 
 
 def test_a_program_calls_tools_and_its_output_leads_to_the_answer() -> None:
@@ -56,7 +60,9 @@ def test_a_program_calls_tools_and_its_output_leads_to_the_answer() -> None:
     assert [(s.kind, s.name, s.input, s.error) for s in result.steps if s.kind == "tool"] == [
         ("tool", "add", {"a": 2, "b": 3}, None),
         ("tool", "add", {"a": 5.0, "b": 10}, None),
+        ("tool", PROGRAM, {"code": "x = add(a=2, b=3)\nprint(add(a=x, b=10))\n"}, None),
     ]
+    assert result.steps[-2].output == "15.0"  # the program's own step: what it printed
     observed = [m.content for m in result.messages if m.origin == "loop" and m.role == "user"]
     assert observed and "15.0" in observed[0]
 
@@ -70,7 +76,7 @@ def test_a_refused_call_is_a_tool_error_in_the_program_and_a_step() -> None:
     loop = Loop(script, [delete_file], planner=CodePlanner(), approve=None)
     result = loop.run_sync("Delete a.txt")
     assert DELETED == [] and result.answer == "It needs approval."
-    assert [s.error for s in result.steps if s.kind == "tool"] == ["denied"]
+    assert [s.error for s in calls(result)] == ["denied"]
     assert any("refused: refused" in m.content for m in result.messages)
 
 
@@ -86,13 +92,26 @@ def test_a_syntax_error_goes_back_without_running() -> None:
         [program("print(add(a=1, b=2)"), program("print(add(a=1, b=2))"), answer("3")]
     )
     result = Loop(script, [add], planner=CodePlanner()).run_sync("1 + 2?")
-    assert result.answer == "3" and len([s for s in result.steps if s.kind == "tool"]) == 1
+    assert result.answer == "3" and len(calls(result)) == 1
     assert any("SyntaxError" in m.content for m in result.messages if m.origin == "loop")
 
 
 def test_an_answer_from_memory_goes_back_once_as_in_react() -> None:
     script = ScriptedModel([answer("3"), program("print(add(a=1, b=2))"), answer("3")])
     result = Loop(script, [add], planner=CodePlanner()).run_sync("1 + 2?")
-    assert result.answer == "3" and len([s for s in result.steps if s.kind == "tool"]) == 1
+    assert result.answer == "3" and len(calls(result)) == 1
     sent_back = [m.content for m in result.messages if m.origin == "loop"]
-    assert any("without using a tool" in m for m in sent_back)
+    assert any("without running a program" in m for m in sent_back)
+
+
+def test_the_same_program_again_ends_the_run_with_what_it_printed() -> None:
+    twice = program("print(add(a=1, b=2))")
+    result = Loop(ScriptedModel([twice, twice]), [add], planner=CodePlanner()).run_sync("1 + 2?")
+    assert result.status == "ok" and result.answer == "3.0" and len(calls(result)) == 1
+
+
+def test_a_bare_expression_is_run_as_the_program_it_is() -> None:
+    script = ScriptedModel(["2 ** 20", answer("1048576")])
+    result = Loop(script, [add], planner=CodePlanner()).run_sync("What is 2 to the 20th?")
+    assert result.answer == "1048576"
+    assert [(s.name, s.output) for s in result.steps if s.kind == "tool"] == [(PROGRAM, "1048576")]

@@ -10,8 +10,10 @@ the program prints, or the end of its error, is the observation; the next turn f
 program or answers. A refused call is a `ToolError` inside the program (reason and
 message), and the step the trace records.
 
-The turn's form is constrained by a grammar (`{"program": ...}` or `{"answer": ...}`); a
-program is compiled before it runs, and a syntax error is sent back without running it.
+A turn is free text (`ModelSettings.free_text`): a fenced ```python block is a program,
+anything else the answer — a coder model writes fenced code natively, while code inside a
+JSON string came back with the string's closing brace in it. A program is compiled before
+it runs, and a syntax error is sent back without running it.
 A call that needs the user's answer (a missing value, an approval) ends the program and
 the run stops with the question, as in the other planners.
 
@@ -22,13 +24,15 @@ for any call a crash interrupted).
 
 from __future__ import annotations
 
-import json
+import ast
+import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bigloop._errors import InputRequired, RunFailure
-from bigloop.atoms.builtin.bridge import Bridge, BridgeReply, program_stubs
+from bigloop.atoms.builtin.bridge import Bridge, BridgeReply, program_stubs, python_name
 from bigloop.atoms.builtin.python_sandbox import (
     SandboxLimits,
     SandboxStopped,
@@ -37,45 +41,79 @@ from bigloop.atoms.builtin.python_sandbox import (
     sandbox_problem,
 )
 from bigloop.atoms.models.base import Message, ToolCall
-from bigloop.planners.rules import Answered, AnswerRules, CallAgain, Stop, default_rules
+from bigloop.planners.rules import (
+    Answered,
+    AnswerRules,
+    CallAgain,
+    Problem,
+    Retry,
+    Stop,
+    Verdict,
+    default_rules,
+)
 from bigloop.runtime.call import CallResult
 from bigloop.runtime.context import RunContext
-from bigloop.trace.records import Question, Step
+from bigloop.trace.records import Question, Step, StepError
 
-SYSTEM = """You answer the user's request. You may write one short Python 3 program that \
-calls the functions below and prints what the answer needs; you will see what it printed. \
-Use the request's own values; compute with Python (arithmetic, dates with datetime); \
-print the result. When you know the answer, give it.
-
-Reply with JSON only: {{"program": "<python code>"}} to run a program, or \
-{{"answer": "<the answer>"}}.
+SYSTEM = """You answer the user's request. You can run Python 3: reply with one \
+```python code block of a few plain lines (no new functions) that calls the functions \
+below and prints the value the request asks for; you will see what it printed. Compute \
+with Python (arithmetic, datetime for dates), never in your head; use the request's own \
+values. When the printed output answers the request, reply with the answer alone, in \
+words, without code.
 
 Functions (call them with keyword arguments; a refused call raises ToolError):
 
-{functions}"""
+{functions}
+{context}
+{example}"""
+
+CONTEXT = """
+What the functions without arguments return now:
+{returns}
+"""
+"""Read-only tools that take no arguments (a database's schema, a folder's listing,
+today's date) are called once before the first turn, and what they return is shown: a
+program that knows the tables and files it works on does not guess them."""
+
+EXAMPLE = """Example. Request: "A $120 jacket is 25% off. What do I pay?" Reply:
+```python
+print(120 * (1 - 0.25))
+```
+Then, after "Your program printed: 90.0", the reply: $90."""
+"""One short demonstration of the turn's two forms (the tools of a request may differ)."""
 
 OBSERVED = """Your program printed:
 {output}
-If this answers the request "{task}", reply {{"answer": ...}}; otherwise fix the program."""
+If this answers the request "{task}", reply with the answer alone; otherwise fix the \
+program."""
 
 FAILED = """Your program stopped: {error}
 Fix the program, or answer if you can."""
 
-TURN = {
-    "oneOf": [
-        {
-            "type": "object",
-            "properties": {"program": {"type": "string"}},
-            "required": ["program"],
-        },
-        {
-            "type": "object",
-            "properties": {"answer": {"type": "string"}},
-            "required": ["answer"],
-        },
-    ]
+NOTES: dict[Problem, str] = {
+    Problem.FROM_MEMORY: (
+        "You answered {value} without running a program, and the request does not say it. "
+        "Reply with a ```python program that computes it and prints it."
+    ),
+    Problem.UNEVALUATED: (
+        "Your answer is a calculation left unevaluated. Reply with a ```python program "
+        "that computes it and prints the result."
+    ),
+    Problem.UNUSED_QUANTITY: (
+        "Your answer does not use {value} from the request yet. Reply with a ```python "
+        "program that uses it and prints the result."
+    ),
 }
-"""The form of a turn: a program to run, or the answer."""
+"""The answer rules' notes in the code planner's terms (a program, not a tool call); the
+rule's own note for any other problem."""
+
+PROGRAM = "python_program"
+"""The name of a program's own step in the trace (input: its code; output: what it
+printed, or how it stopped)."""
+
+_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+"""A fenced program (its closing fence may be cut off at the token limit)."""
 
 
 @dataclass(kw_only=True)
@@ -100,60 +138,76 @@ class CodePlanner:
 
     async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
         limits = self.limits or SandboxLimits(wall_s=30, max_output_chars=4000)
-        settings = replace(ctx.settings, response_schema=TURN, max_tokens=768)
+        settings = replace(ctx.settings, free_text=True, max_tokens=768)
         made: list[tuple[ToolCall, CallResult | InputRequired]] = []
         bridge = Bridge(tools=ctx.specs, call=_caller(ctx, made), max_calls=self.max_calls)
-        system = SYSTEM.format(functions=program_stubs(bridge) or "(none)")
+        functions = program_stubs(bridge) or "(none)"
+        returns: list[str] = []
+        async for step in _context(ctx, returns):
+            yield step
+        context = CONTEXT.format(returns="\n".join(returns)) if returns else ""
+        system = SYSTEM.format(functions=functions, context=context, example=EXAMPLE)
         rules = self.rules.fresh()
+        first = len(ctx.steps)  # the context calls are no results of this run's programs
         while True:
             ctx.check_budget()
             response = await ctx.model_turn(_with_system(system, ctx.messages), settings)
             reply = response.as_message()
             ctx.messages.append(reply)
             yield ctx.model_step(response, reply)
-            turn = _read(response.text)
-            if isinstance(turn, str):  # unreadable: say why, count it
-                ctx.repair(turn)
-                continue
-            kind, text = turn
+            kind, text = _read(response.text)
+            if kind == "program" and (again := _ran_before(ctx, text)) is not None:
+                kind, text = "answer", again  # the same program: its output is the answer
             if kind == "answer":
-                verdict = rules.judge(Answered.of_run(ctx, text))
-                match verdict:
-                    case None:
-                        ctx.finish(text)
-                        return
-                    case Stop(message=message):
-                        raise RunFailure(message)
-                    case CallAgain(calls=calls):
-                        ctx.messages.append(Message(role="assistant", tool_calls=calls))
-                        async for step in ctx.calls(calls):
-                            yield step
-                    case _:
-                        ctx.repair(verdict.note or f"Your answer went back: {verdict.problem}.")
+                verdict = rules.judge(_answered(ctx, text, first))
+                if verdict is None:
+                    ctx.finish(text)
+                    return
+                async for step in _sent_back(ctx, verdict):
+                    yield step
                 continue
             if (problem := _syntax_error(text)) is not None:
                 ctx.repair(FAILED.format(error=problem))
                 continue
-            bridge.calls.clear()
-            made.clear()
-            try:
-                output = await run_sandboxed(text, limits, bridge=bridge)
-                observation = OBSERVED.format(output=output.strip() or "(nothing)", task=ctx.task)
-            except SandboxStopped as stopped:
-                observation = FAILED.format(error=str(stopped)[-1500:])
-            for call, result in made:
-                if isinstance(result, InputRequired):
-                    waiting = f"Not called: waiting for the user's answer to: {result.question}"
-                    asked = result.record if isinstance(result.record, Question) else None
-                    yield ctx.tool_step(
-                        call, waiting, None, kind="ask", error="unanswered", question=asked
-                    )
-                    ctx.messages.append(
-                        Message(role="assistant", content=result.question, origin="loop")
-                    )
-                    raise result
-                yield replace(ctx.tool_step(call, result.output, result), message=None)
-            ctx.messages.append(Message(role="user", content=observation, origin="loop"))
+            async for step in self._run(ctx, text, bridge, made, limits):
+                yield step
+
+    async def _run(
+        self,
+        ctx: RunContext,
+        code: str,
+        bridge: Bridge,
+        made: list[tuple[ToolCall, CallResult | InputRequired]],
+        limits: SandboxLimits,
+    ) -> AsyncIterator[Step]:
+        """Run one program: each tool call it made, then the program itself, as steps;
+        what it printed (or how it stopped) goes to the model."""
+        bridge.calls.clear()
+        made.clear()
+        started = time.time()
+        try:
+            printed = (await run_sandboxed(code, limits, bridge=bridge)).strip() or "(nothing)"
+            observation = OBSERVED.format(output=printed, task=ctx.task)
+            error: StepError | None = None
+        except SandboxStopped as stopped:
+            printed = str(stopped)[-1500:]
+            observation, error = FAILED.format(error=printed), "tool_error"
+        for call, result in made:
+            if isinstance(result, InputRequired):
+                waiting = f"Not called: waiting for the user's answer to: {result.question}"
+                asked = result.record if isinstance(result.record, Question) else None
+                yield ctx.tool_step(
+                    call, waiting, None, kind="ask", error="unanswered", question=asked
+                )
+                ctx.messages.append(
+                    Message(role="assistant", content=result.question, origin="loop")
+                )
+                raise result
+            yield replace(ctx.tool_step(call, result.output, result), message=None)
+        program = ToolCall(id=f"program-{len(ctx.steps)}", name=PROGRAM, arguments={"code": code})
+        step = ctx.tool_step(program, printed, None, error=error)
+        yield replace(step, message=None, started_at=started, seconds=time.time() - started)
+        ctx.messages.append(Message(role="user", content=observation, origin="loop"))
 
 
 def _caller(
@@ -190,17 +244,46 @@ def _with_system(system: str, messages: list[Message]) -> list[Message]:
     return [Message(role="system", content=system, origin="loop"), *messages]
 
 
-def _read(text: str) -> tuple[str, str] | str:
-    """("program" | "answer", its text), or why the reply cannot be read."""
+def _read(text: str) -> tuple[str, str]:
+    """("program", its code) when the reply holds a fenced program or is a bare
+    arithmetic expression ("2 ** 20": code without its fence, printed), else ("answer",
+    the reply)."""
+    if (fenced := _FENCE.search(text)) is not None and fenced.group(1).strip():
+        return "program", fenced.group(1)
+    if _bare_expression(text.strip()):
+        return "program", f"print({text.strip()})"
+    return "answer", text.strip()
+
+
+_PURE = frozenset({"round", "abs", "min", "max", "sum", "int", "float", "pow"})
+_ARITHMETIC: tuple[type[ast.AST], ...] = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Call,
+    ast.Constant,
+    ast.Load,
+    ast.operator,
+    ast.unaryop,
+    ast.Name,
+)
+
+
+def _bare_expression(text: str) -> bool:
+    """Whether `text` is a Python expression of numbers, operators and pure built-ins
+    only, with at least one operation ("(45 + 12) / 3", "round(2 ** 0.5, 3)")."""
     try:
-        data = json.loads(text)
-    except ValueError:
-        return 'Reply with JSON only: {"program": "..."} or {"answer": "..."}.'
-    if isinstance(data, dict):
-        for kind in ("answer", "program"):
-            if isinstance(data.get(kind), str) and data[kind].strip():
-                return kind, data[kind]
-    return 'Reply with {"program": "<python code>"} or {"answer": "<the answer>"}.'
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return False
+    nodes = list(ast.walk(tree))
+    if not all(isinstance(n, _ARITHMETIC) for n in nodes):
+        return False
+    if any(isinstance(n, ast.Name) and n.id not in _PURE for n in nodes):
+        return False
+    if any(isinstance(n, ast.Constant) and not isinstance(n.value, int | float) for n in nodes):
+        return False
+    return any(isinstance(n, ast.BinOp | ast.Call) for n in nodes)
 
 
 def _syntax_error(program: str) -> str | None:
@@ -211,3 +294,56 @@ def _syntax_error(program: str) -> str | None:
     except ValueError as e:  # a null byte
         return str(e)
     return None
+
+
+async def _sent_back(ctx: RunContext, verdict: Verdict) -> AsyncIterator[Step]:
+    """An answer an answer rule sent back, in the code planner's terms (`NOTES`)."""
+    match verdict:
+        case Stop(message=message):
+            raise RunFailure(message)
+        case CallAgain(calls=calls):
+            ctx.messages.append(Message(role="assistant", tool_calls=calls))
+            async for step in ctx.calls(calls):
+                yield step
+        case Retry(problem=problem, note=note, value=value):
+            template = NOTES.get(problem)
+            text = template.format(value=value) if template else note
+            ctx.repair(text or f"Your answer went back: {problem}.")
+
+
+def _ran_before(ctx: RunContext, code: str) -> str | None:
+    """What the same program printed when it last ran in this run (None: it has not run,
+    or it stopped with an error)."""
+    for step in reversed(ctx.steps):
+        if step.kind == "tool" and step.name == PROGRAM and isinstance(step.input, dict):
+            if step.input.get("code", "").strip() == code.strip() and step.error is None:
+                return str(step.output)
+    return None
+
+
+_CONTEXT_CHARS = 1500
+"""What one context tool's result may add to the prompt."""
+
+
+async def _context(ctx: RunContext, returns: list[str]) -> AsyncIterator[Step]:
+    """Call each offered read-only tool that takes no arguments, once (`CONTEXT`): each
+    call is a step; its result, cut at `_CONTEXT_CHARS`, is added to `returns`. A run
+    resumed after them makes no call again (the loop's identical-call rule)."""
+    for spec in ctx.specs:
+        if spec.effect != "read" or spec.parameters.get("properties"):
+            continue
+        call = ToolCall(id=f"context-{spec.name}", name=spec.name, arguments={})
+        result = await ctx.call(call)
+        yield replace(ctx.tool_step(call, result.output, result), message=None)
+        if result.ok:
+            text = str(result.output)
+            cut = text[:_CONTEXT_CHARS] + (" …" if len(text) > _CONTEXT_CHARS else "")
+            returns.append(f"{python_name(spec.name)}() -> {cut}")
+
+
+def _answered(ctx: RunContext, text: str, first: int) -> Answered:
+    """The answer as the answer rules read it: the results are what the programs and
+    their calls returned from step `first` on (the context calls before it looked up
+    nothing the request asked)."""
+    results = [str(s.output) for s in ctx.steps[first:] if s.kind == "tool" and s.error is None]
+    return replace(Answered.of_run(ctx, text), results=results)

@@ -54,6 +54,7 @@ class Retry:
     problem: Problem
     note: str | None
     tools: bool = True
+    value: str | None = None  # what the note is about (a number from memory, a quantity)
 
 
 @dataclass(frozen=True)
@@ -289,13 +290,14 @@ class CheckAnswers:
             return None
         if not answer.specs:
             return None
-        if _CALCULATION.fullmatch(text):
-            return Retry(Problem.FROM_MEMORY, FROM_MEMORY.format(number=text))
         said = answer.evidence.text
-        number = next((n for n in _NUMBER.findall(text) if not _given(n, said)), None)
+        if _CALCULATION.fullmatch(text):
+            number: str | None = text
+        else:
+            number = next((n for n in _NUMBER.findall(text) if not _given(n, said)), None)
         if number is None:
             return None
-        return Retry(Problem.FROM_MEMORY, FROM_MEMORY.format(number=number))
+        return Retry(Problem.FROM_MEMORY, FROM_MEMORY.format(number=number), value=number)
 
 
 @dataclass(frozen=True)
@@ -313,7 +315,11 @@ class UseQuantities:
         value = unused_quantity(answer.task, list(answer.calls), list(answer.results), answer.text)
         if value is None:
             return None
-        return Retry(Problem.UNUSED_QUANTITY, UNUSED_QUANTITY.format(value=written(value)))
+        return Retry(
+            Problem.UNUSED_QUANTITY,
+            UNUSED_QUANTITY.format(value=written(value)),
+            value=written(value),
+        )
 
 
 ASKED_ABOUT: frozenset[Reason] = frozenset({Reason.UNGROUNDED})

@@ -389,7 +389,7 @@ class CascadeModel:
         """Whether the verifier scores `response` at least `threshold` (no verifier: yes;
         a structured-output turn, a plan or a judgement, is not judged; a verifier that
         cannot judge escalates)."""
-        if self.verifier is None or (settings is not None and settings.response_schema):
+        if self.verifier is None or (settings is not None and settings.as_written):
             return True
         judgement = await self.verifier.judge(messages, tools, response)
         return judgement.score is not None and judgement.score >= self.threshold

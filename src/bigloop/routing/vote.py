@@ -54,7 +54,7 @@ class VoteModel:
         settings: ModelSettings | None = None,
     ) -> ModelResponse:
         first = await self.model.chat(messages, tools, settings)
-        if self.n == 1 or (settings is not None and settings.response_schema):
+        if self.n == 1 or (settings is not None and settings.as_written):
             return first
         replies = [first]
         for i in range(self.n - 1):

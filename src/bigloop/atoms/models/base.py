@@ -193,12 +193,23 @@ class ModelSettings:
     JSON value matching the schema (grammar-constrained on the local model, `response_format`
     on a server), returned as `ModelResponse.text`, and the messages are sent as written,
     without bigloop's tool prompt. Planners use it for plans and judgements.
+
+    `free_text` asks for a reply in free text: no grammar, no tool prompt, the messages
+    as written, the reply returned as `ModelResponse.text` (the code planner's fenced
+    programs: code inside a JSON string is a form small models get wrong).
     """
 
     temperature: float = 0.0
     max_tokens: int = 512
     seed: int | None = 0
     response_schema: dict[str, Any] | None = None
+    free_text: bool = False
+
+    @property
+    def as_written(self) -> bool:
+        """The messages go as written and the reply comes back as text (structured
+        output or free text): no tool prompt, no calls read from it."""
+        return self.response_schema is not None or self.free_text
 
 
 @runtime_checkable

@@ -66,7 +66,7 @@ class FunctionModel:
             reply = await reply
         if isinstance(reply, ModelResponse):
             return reply
-        if settings is not None and settings.response_schema is not None:
+        if settings is not None and settings.as_written:
             response = ModelResponse(text=reply, raw=reply)
         else:
             response = to_response(reply, self._ids)

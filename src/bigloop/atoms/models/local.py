@@ -581,7 +581,7 @@ class LocalModel:
         settings: ModelSettings | None = None,
     ) -> ModelResponse:
         settings = settings or ModelSettings()
-        if settings.response_schema is not None:
+        if settings.as_written:
             return await self._structured(messages, settings, settings.response_schema)
         chat = to_plain_chat(messages, tools)
         async with self._turn():
@@ -763,11 +763,14 @@ class LocalModel:
         )
 
     async def _structured(
-        self, messages: list[Message], settings: ModelSettings, schema: dict[str, Any]
+        self, messages: list[Message], settings: ModelSettings, schema: dict[str, Any] | None
     ) -> ModelResponse:
+        """The reply to `messages` as written, under `schema`'s grammar (None: free text)."""
         chat = [{"role": m.role, "content": m.content} for m in messages]
         async with self._turn():
-            grammar = await asyncio.to_thread(self.grammar_for_schema, schema)
+            grammar = None
+            if schema is not None:
+                grammar = await asyncio.to_thread(self.grammar_for_schema, schema)
             raw, usage = await asyncio.to_thread(
                 self.complete_chat, chat, settings=settings, grammar=grammar
             )

@@ -88,7 +88,7 @@ class OpenAIModel:
 
         settings = settings or ModelSettings()
         schema = settings.response_schema
-        chat, extra = self._request(messages, tools, schema)
+        chat, extra = self._request(messages, tools, schema, free=settings.free_text)
         start = time.perf_counter()
         try:
             # One client per call: a client outliving its event loop leaks its sockets, and
@@ -116,15 +116,22 @@ class OpenAIModel:
             raise ModelUnavailable(
                 f"{self._base_url} answered {e.status_code}: {e.message}"
             ) from None
-        return self._response(out, schema, time.perf_counter() - start)
+        return self._response(out, schema, time.perf_counter() - start, settings.free_text)
 
     def _request(
-        self, messages: list[Message], tools: list[ToolSpec], schema: dict[str, Any] | None
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        schema: dict[str, Any] | None,
+        *,
+        free: bool = False,
     ) -> tuple[list[Any], dict[str, Any]]:
         """The messages to send and the extra arguments of the request: the tools when
-        they go natively, the response format when a schema is asked for."""
+        they go natively, the response format when a schema is asked for; in free text
+        (`free`) the messages as written and nothing else."""
+        tools = [] if free else tools
         native = self._tool_mode == "native" and bool(tools) and schema is None
-        if schema is not None:
+        if schema is not None or free:
             chat: list[Any] = [{"role": m.role, "content": m.content} for m in messages]
         else:
             chat = _to_openai(messages) if native else to_plain_chat(messages, tools)
@@ -137,13 +144,16 @@ class OpenAIModel:
             )
         return chat, extra
 
-    def _response(self, out: Any, schema: dict[str, Any] | None, seconds: float) -> ModelResponse:
+    def _response(
+        self, out: Any, schema: dict[str, Any] | None, seconds: float, free: bool = False
+    ) -> ModelResponse:
         """The server's completion `out` as a `ModelResponse`: the text as is under a
-        schema, else its calls (structured or written as text); with its usage."""
+        schema or in free text, else its calls (structured or written as text); with its
+        usage."""
         if not out.choices:
             raise ModelUnavailable(f"{self.name}: the server answered with no choices.")
         choice = out.choices[0].message
-        if schema is not None:
+        if schema is not None or free:
             response = ModelResponse(text=choice.content or "", raw=choice.content or "")
         else:
             response = _structured(choice.tool_calls, self._ids) or to_response(
