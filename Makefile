@@ -5,17 +5,22 @@ TASK ?= What is (45 + 12) / 3?
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup peers run test lint typecheck pytest bench
+.PHONY: setup setup-run peers run test lint typecheck pytest bench
 
-setup:
+# What a run needs: bigloop[local], llama.cpp built for this CPU's tier, the model parts.
+setup-run:
 	@bash scripts/setup.sh
+
+# Everything: the test, training, benchmark and UI extras too.
+setup:
+	@bash scripts/setup.sh --dev
 
 # LangGraph, pydantic-ai and smolagents in their own venv (.venv-bench): benchmark and
 # client-test peers only, never bigloop dependencies.
 peers:
 	@bash scripts/bench-peers.sh > /dev/null
 
-run: setup
+run: setup-run
 	@$(BIN)/bigloop run "$(TASK)"
 
 lint: setup

@@ -53,9 +53,57 @@ def test_an_avx512_machine_without_vbmi_leaves_vbmi_off() -> None:
     assert args["GGML_AVX512"] == "ON" and args["GGML_AVX512_VBMI"] == "OFF"
 
 
+GRAVITON3_CPUINFO = """processor\t: 0
+BogoMIPS\t: 2100.00
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm \
+jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs \
+paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng
+CPU implementer\t: 0x41
+"""
+RASPBERRY_PI4_CPUINFO = """processor\t: 0
+Features\t: fp asimd evtstrm crc32 cpuid
+CPU implementer\t: 0x41
+"""
+APPLE_M2_SYSCTL = """machdep.cpu.brand_string: Apple M2
+hw.optional.arm.FEAT_DotProd: 1
+hw.optional.arm.FEAT_I8MM: 1
+hw.optional.arm.FEAT_SVE: 0
+hw.optional.floatingpoint: 1
+"""
+INTEL_MAC_SYSCTL = """machdep.cpu.brand_string: Intel(R) Core(TM) i7-9750H CPU @ 2.60GHz
+machdep.cpu.features: FPU VME SSE SSE2 SSE3 SSSE3 FMA SSE4.1 SSE4.2 POPCNT AVX1.0 F16C
+machdep.cpu.leaf7_features: SMEP BMI1 AVX2 BMI2 ERMS
+"""
+
+
+def test_arm_linux_gets_the_extensions_its_cpu_has() -> None:
+    graviton = cpu.choose(cpu.cpu_flags(GRAVITON3_CPUINFO), "aarch64", "Linux")
+    assert graviton.name == "armv8.2-dotprod-i8mm-sve"
+    assert "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+i8mm+sve" in graviton.cmake_args()
+    assert graviton.missing(cpu.cpu_flags(RASPBERRY_PI4_CPUINFO)) == ["asimddp", "i8mm", "sve"]
+    pi = cpu.choose(cpu.cpu_flags(RASPBERRY_PI4_CPUINFO), "aarch64", "Linux")
+    assert pi.name == "armv8.2" and pi.cmake_args() == [
+        "-DGGML_NATIVE=OFF",
+        "-DGGML_CPU_ARM_ARCH=armv8.2-a",
+        "-DGGML_METAL=OFF",
+    ]
+
+
+def test_apple_silicon_gets_metal_and_its_extensions_from_sysctl() -> None:
+    m2 = cpu.choose(cpu.cpu_flags(sysctl=APPLE_M2_SYSCTL), "arm64", "Darwin")
+    assert m2.name == "apple-metal-dotprod-i8mm" and m2.metal
+    assert "-DGGML_METAL=ON" in m2.cmake_args()
+
+
+def test_an_intel_mac_gets_its_tier_from_sysctl_not_the_baseline() -> None:
+    flags = cpu.cpu_flags(sysctl=INTEL_MAC_SYSCTL)
+    assert {"avx", "avx2", "fma", "f16c", "bmi2", "sse4_2"} <= flags
+    assert cpu.choose(flags, "x86_64", "Darwin").name == "avx2"
+
+
 def test_other_architectures_build_generic() -> None:
-    variant = cpu.choose({"neon", "asimd"}, "aarch64")
-    assert variant.name == "aarch64-generic"
+    variant = cpu.choose({"vx"}, "s390x")
+    assert variant.name == "s390x-generic"
     assert variant.cmake_args() == ["-DGGML_NATIVE=OFF"]
 
 

@@ -115,3 +115,11 @@ def test_a_bare_expression_is_run_as_the_program_it_is() -> None:
     result = Loop(script, [add], planner=CodePlanner()).run_sync("What is 2 to the 20th?")
     assert result.answer == "1048576"
     assert [(s.name, s.output) for s in result.steps if s.kind == "tool"] == [(PROGRAM, "1048576")]
+
+
+def test_the_same_silent_program_again_is_told_to_print() -> None:
+    silent = program("x = add(a=1, b=2)")
+    script = ScriptedModel([silent, silent, program("print(add(a=1, b=2))"), answer("3.0")])
+    result = Loop(script, [add], planner=CodePlanner()).run_sync("1 + 2?")
+    assert result.answer == "3.0"
+    assert any("printed nothing" in m.content for m in result.messages if m.origin == "loop")

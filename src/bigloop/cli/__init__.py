@@ -42,7 +42,7 @@ app = typer.Typer(
     help="Build, run, trace and evaluate Big Loop systems of tools, models and agents.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
 )
 
 

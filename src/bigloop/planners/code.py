@@ -108,6 +108,14 @@ NOTES: dict[Problem, str] = {
 """The answer rules' notes in the code planner's terms (a program, not a tool call); the
 rule's own note for any other problem."""
 
+NOTHING = "(nothing)"
+"""What a program that printed nothing is shown to have printed."""
+
+PRINT_IT = (
+    "That program printed nothing. Reply with a ```python program that prints the value "
+    "the request asks for."
+)
+
 PROGRAM = "python_program"
 """The name of a program's own step in the trace (input: its code; output: what it
 printed, or how it stopped)."""
@@ -157,6 +165,9 @@ class CodePlanner:
             yield ctx.model_step(response, reply)
             kind, text = _read(response.text)
             if kind == "program" and (again := _ran_before(ctx, text)) is not None:
+                if again == NOTHING:
+                    ctx.repair(PRINT_IT)
+                    continue
                 kind, text = "answer", again  # the same program: its output is the answer
             if kind == "answer":
                 verdict = rules.judge(_answered(ctx, text, first))
@@ -186,7 +197,7 @@ class CodePlanner:
         made.clear()
         started = time.time()
         try:
-            printed = (await run_sandboxed(code, limits, bridge=bridge)).strip() or "(nothing)"
+            printed = (await run_sandboxed(code, limits, bridge=bridge)).strip() or NOTHING
             observation = OBSERVED.format(output=printed, task=ctx.task)
             error: StepError | None = None
         except SandboxStopped as stopped:

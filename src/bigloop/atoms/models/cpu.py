@@ -81,6 +81,28 @@ _REPORTED: dict[str, str] = {
     "AMX_INT8": "amx_int8",
 }
 
+# ARM tiers: the -march extensions ggml gets (GGML_CPU_ARM_ARCH), each with the flag
+# Linux's /proc/cpuinfo ("Features") or macOS's sysctl (hw.optional.arm.FEAT_*) gives it.
+_ARM_EXTENSIONS: tuple[tuple[str, str], ...] = (
+    ("dotprod", "asimddp"),
+    ("i8mm", "i8mm"),
+    ("sve", "sve"),
+)
+_ARM_BASE = "armv8.2-a"
+_ARM_MACHINES = ("aarch64", "arm64")
+
+# macOS's names (sysctl machdep.cpu.features / leaf7_features, hw.optional.arm.FEAT_*)
+# for the flags /proc/cpuinfo spells otherwise.
+_MAC_NAMES = {
+    "sse4.2": "sse4_2",
+    "avx1.0": "avx",
+    "avx512vnni": "avx512_vnni",
+    "avx512bf16": "avx512_bf16",
+    "feat_dotprod": "asimddp",
+    "feat_i8mm": "i8mm",
+    "feat_sve": "sve",
+}
+
 RECORD_NAME = "bigloop-llama-build.json"
 
 
@@ -93,12 +115,19 @@ class Variant:
     options: tuple[str, ...] = ()
     needs: tuple[str, ...] = field(default=())
 
+    metal: bool = False
+
     def cmake_args(self) -> list[str]:
         """The CMake arguments that build exactly this variant."""
         args = ["-DGGML_NATIVE=OFF"]
         if self.machine in ("x86_64", "amd64"):
             args += [f"-D{o}={'ON' if o in self.options else 'OFF'}" for o in _OPTIONS]
             args += [f"-D{o}=OFF" for o in _NEVER]
+        elif self.machine in _ARM_MACHINES:
+            arch = "+".join([_ARM_BASE, *self.options])
+            args.append(f"-DGGML_CPU_ARM_ARCH={arch}")
+        if self.machine in _ARM_MACHINES or self.metal:
+            args.append(f"-DGGML_METAL={'ON' if self.metal else 'OFF'}")
         return args
 
     def missing(self, flags: set[str]) -> list[str]:
@@ -106,9 +135,14 @@ class Variant:
         return sorted(set(self.needs) - flags)
 
 
-def cpu_flags(cpuinfo: str | None = None) -> set[str]:
-    """The instruction-set flags of this machine's first CPU (`/proc/cpuinfo`)."""
+def cpu_flags(cpuinfo: str | None = None, *, sysctl: str | None = None) -> set[str]:
+    """The instruction-set flags of this machine's first CPU: `/proc/cpuinfo` on Linux,
+    `sysctl` on macOS (`sysctl machdep.cpu hw.optional`; its names mapped to Linux's)."""
+    if sysctl is not None:
+        return mac_flags(sysctl)
     if cpuinfo is None:
+        if platform.system() == "Darwin":
+            return mac_flags(_sysctl())
         try:
             cpuinfo = Path("/proc/cpuinfo").read_text()
         except OSError:
@@ -120,9 +154,47 @@ def cpu_flags(cpuinfo: str | None = None) -> set[str]:
     return set()
 
 
-def choose(flags: set[str], machine: str | None = None) -> Variant:
-    """The most capable tier whose instruction sets all of `flags` has; never AMX."""
+def mac_flags(sysctl: str) -> set[str]:
+    """The CPU flags in `sysctl machdep.cpu hw.optional` output, in Linux's names: Intel
+    Macs list them in `machdep.cpu.features` / `leaf7_features`; Apple silicon sets
+    `hw.optional.arm.FEAT_X: 1`."""
+    flags: set[str] = set()
+    for line in sysctl.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("machdep.cpu.features", "machdep.cpu.leaf7_features"):
+            flags |= {_MAC_NAMES.get(f.lower(), f.lower()) for f in value.split()}
+        elif key.startswith("hw.optional.arm.") and value.strip() == "1":
+            name = key.removeprefix("hw.optional.arm.").lower()
+            flags.add(_MAC_NAMES.get(name, name))
+    return flags
+
+
+def _sysctl() -> str:
+    """`sysctl machdep.cpu hw.optional`'s output ('' where it cannot run)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["sysctl", "machdep.cpu", "hw.optional"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout
+
+
+def choose(flags: set[str], machine: str | None = None, system: str | None = None) -> Variant:
+    """The most capable tier whose instruction sets all of `flags` has; never AMX. ARM gets
+    armv8.2-a plus the dotprod / i8mm / SVE extensions the CPU has; Apple silicon adds
+    Metal."""
     machine = (machine or platform.machine()).lower()
+    system = system or platform.system()
+    if machine in _ARM_MACHINES:
+        options = tuple(ext for ext, flag in _ARM_EXTENSIONS if flag in flags)
+        metal = system == "Darwin"
+        name = "-".join(["apple-metal" if metal else "armv8.2", *options])
+        needs = tuple(sorted(flag for ext, flag in _ARM_EXTENSIONS if ext in options))
+        return Variant(name=name, machine=machine, options=options, needs=needs, metal=metal)
     if machine not in ("x86_64", "amd64"):
         return Variant(name=f"{machine}-generic", machine=machine)
     for name, required, extras in _TIERS:
@@ -160,6 +232,7 @@ def recorded(prefix: str | None = None) -> Variant | None:
         machine=data["machine"],
         options=tuple(data["options"]),
         needs=tuple(data["needs"]),
+        metal=bool(data.get("metal", False)),
     )
 
 
@@ -182,11 +255,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--flags", help="assume these CPU flags instead of /proc/cpuinfo's")
     parser.add_argument("--machine", help="assume this machine (uname -m)")
+    parser.add_argument("--system", help="assume this system (uname -s: Linux, Darwin)")
     parser.add_argument("--cmake-args", action="store_true", help="print the CMake arguments")
     parser.add_argument("--record", metavar="PREFIX", help="write the choice into this venv")
     args = parser.parse_args(argv)
     flags = set(args.flags.replace(",", " ").split()) if args.flags is not None else cpu_flags()
-    variant = choose(flags, args.machine)
+    variant = choose(flags, args.machine, args.system)
     if args.record:
         record_path(args.record).write_text(json.dumps(asdict(variant)) + "\n")
     if args.cmake_args:
