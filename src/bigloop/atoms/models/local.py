@@ -169,6 +169,7 @@ class LocalModel:
     ) -> None:
         if path is not None and not Path(path).is_file():
             raise UserError(f"Model file {path} does not exist. Pass the path of a .gguf file.")
+        _needs_llama_cpp()
         if lora is not None and not Path(lora).is_file():
             raise UserError(f"Adapter file {lora} does not exist. Pass a GGUF LoRA file.")
         self._path = Path(path) if path is not None else None
@@ -775,3 +776,16 @@ class LocalModel:
                 self.complete_chat, chat, settings=settings, grammar=grammar
             )
         return ModelResponse(text=raw, raw=raw, usage=usage)
+
+
+def _needs_llama_cpp() -> None:
+    """Raise a one-line `UserError` naming the extra when llama-cpp-python is absent (an
+    install without `[local]`), instead of a traceback at the first turn."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        raise UserError(
+            "The local model needs llama-cpp-python, which this install lacks: install "
+            "bigloop with its 'local' extra (from a clone: pip install '.[local]', or make "
+            "run, which builds it for this CPU)."
+        ) from None
