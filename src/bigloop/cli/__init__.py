@@ -491,7 +491,7 @@ def eval_bfcl(
         typer.Option(
             "--category",
             "-c",
-            help="BFCL category (repeatable), e.g. simple_python, "
+            help="BFCL category (repeatable; commas also work), e.g. simple_python, "
             "multiple, parallel, live_simple, irrelevance, multi_turn_base.",
         ),
     ],
@@ -560,7 +560,7 @@ def eval_bfcl(
     _check_escalate_local(loop_config, config_path, ray_address)
     scores: dict[str, dict[str, Any]] = {}
     with _bfcl_progress(json_out) as progress:
-        for cat in category:
+        for cat in [c.strip() for given in category for c in given.split(",") if c.strip()]:
             cases = load_any(cat, limit)
             for m in mode:
                 task = progress.add_task(f"{cat} · {m}", total=len(cases), acc="-")

@@ -37,13 +37,14 @@ def optimize(
         str | None,
         typer.Option("--bench", help="What to optimize on: 'bfcl' (with --category) or 'tasks'."),
     ] = None,
-    category: Annotated[
-        str | None,
+    categories: Annotated[
+        list[str] | None,
         typer.Option(
             "--category",
             "-c",
-            help="BFCL single-turn categories, e.g. simple_python; for tasks, suite "
-            "categories (e.g. arithmetic,multistep; default: all).",
+            help="BFCL single-turn category, e.g. simple_python; for tasks, a suite category "
+            "(e.g. arithmetic; default: all). Repeatable, as in `bigloop eval` (commas "
+            "also work: -c simple_python,multiple).",
         ),
     ] = None,
     train: Annotated[int, typer.Option("--train", min=1, help="Training examples (BFCL).")] = 30,
@@ -188,6 +189,7 @@ def optimize(
     """
     if ctx.invoked_subcommand is not None:
         return
+    category = ",".join(categories) if categories else None
     need_benchmarks()
     from bigloop_eval.benches import SuiteBench, build_bench
 
