@@ -162,3 +162,26 @@ def test_many_processes_write_at_once_and_nothing_is_lost_or_repeated(pg_url: st
     rows = store._db.execute("SELECT run_id, idx FROM steps").fetchall()
     assert done == workers * runs and len(rows) == len(set(rows)) == workers * runs * 3
     assert all(s.status == "ok" and s.steps == 3 for s in store.runs(limit=workers * runs))
+
+
+ONE_RUN = """
+import json, sys
+from bigloop import Loop, ScriptedModel, TraceStore
+model = ScriptedModel([json.dumps({"answer": sys.argv[2]})])
+Loop(model, [], store=TraceStore(sys.argv[1]), planner="react").run_sync(sys.argv[2])
+"""
+
+
+def test_the_viewer_shows_the_runs_of_every_process_writing_to_the_store(pg_url: str) -> None:
+    from starlette.testclient import TestClient
+
+    from bigloop.ui import create_app
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for task in ("from process A", "from process B"):
+        done = subprocess.run([sys.executable, "-c", ONE_RUN, pg_url, task], env=env, timeout=120)
+        assert done.returncode == 0
+    viewer = TestClient(create_app(TraceStore(pg_url)), base_url="http://127.0.0.1:8765")
+    runs = viewer.get("/api/runs").json()["runs"]
+    assert sorted(r["task"] for r in runs) == ["from process A", "from process B"]
+    assert {r["status"] for r in runs} == {"ok"}
