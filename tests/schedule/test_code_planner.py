@@ -4,9 +4,12 @@ scripted model; the measurement is in bench/results/)."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
-from bigloop import Loop, ScriptedModel, tool
+from bigloop import Loop, ScriptedModel, TraceStore, tool
 from bigloop.planners.code import PROGRAM, CodePlanner
 from bigloop.trace.records import RunResult, Step
 
@@ -123,3 +126,32 @@ def test_the_same_silent_program_again_is_told_to_print() -> None:
     result = Loop(script, [add], planner=CodePlanner()).run_sync("1 + 2?")
     assert result.answer == "3.0"
     assert any("printed nothing" in m.content for m in result.messages if m.origin == "loop")
+
+
+NOTED: list[str] = []
+
+
+@tool(effect="write")
+def note(text: str) -> str:
+    """Append a line to the notes (not idempotent)."""
+    NOTED.append(text)
+    return f"noted {text}"
+
+
+def test_a_resumed_program_gets_its_recorded_results_and_calls_nothing_twice(
+    tmp_path: Path,
+) -> None:
+    """The model "dies" after a program made two calls; the resumed run's model writes the
+    same program again: its calls get the recorded results, nothing is called twice."""
+    NOTED.clear()
+    store = TraceStore(tmp_path / "t.db")
+    code = "print(note(text='one'))\nprint(note(text='two'))"
+    dies = ScriptedModel([program(code)])  # no reply left after the program: it fails
+    first = Loop(dies, [note], planner=CodePlanner(), store=store).run_sync("Note one and two.")
+    assert first.status == "failed" and NOTED == ["one", "two"]
+    again = ScriptedModel([program(code), answer("Noted one and two.")])
+    loop = Loop(again, [note], planner=CodePlanner(), store=store)
+    resumed = asyncio.run(loop.resume(first.run_id))
+    assert resumed.status == "ok" and NOTED == ["one", "two"]  # none made again
+    printed = [s.output for s in resumed.steps if s.name == PROGRAM]
+    assert printed[-1] == "noted one\nnoted two"  # the recorded results, as the program saw

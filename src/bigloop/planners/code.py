@@ -17,9 +17,12 @@ it runs, and a syntax error is sent back without running it.
 A call that needs the user's answer (a missing value, an approval) ends the program and
 the run stops with the question, as in the other planners.
 
-Not yet: a resumed run re-runs the program of its last turn from the start (its calls of
-tools that are not idempotent are not repeated: the loop reports them instead, as it does
-for any call a crash interrupted).
+A resumed run asks the model for its next turn; a program that makes calls the run
+already made gets their recorded results instead of calling again (the loop's
+identical-call rule, which a resume rebuilds from the stored steps, programs' calls
+included), so nothing is called twice. A call that was started but never recorded (the
+run was killed inside it) is not made again when its tool is not idempotent: the program
+gets a ToolError saying so.
 """
 
 from __future__ import annotations
@@ -238,7 +241,9 @@ def _caller(
                 ok=False, output=f"the user is asked: {asked.question}", reason="asked"
             )
         made.append((tool_call, result))
-        if result.ok:
+        # A repeat of a call that returned (this run, or before a resume) is its result:
+        # a program is code, and calling twice with the same values is no mistake in it.
+        if result.ok or (result.outcome == "repeated" and result.origin == "tool"):
             return BridgeReply(ok=True, output=result.output)
         reason = "refused" if result.refusal is not None else "failed"
         return BridgeReply(ok=False, output=result.output, reason=reason)

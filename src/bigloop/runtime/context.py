@@ -188,10 +188,11 @@ class RunContext:
             )
             if s.kind == "model":
                 self.model_turns += 1
-            elif s.kind == "tool" and s.error is None and s.message is not None:
-                self.executor.remember(
-                    ToolCall(id="", name=s.name, arguments=s.input), s.message.content
-                )
+            elif s.kind == "tool" and s.error is None and isinstance(s.input, dict):
+                # a program's calls (the code planner) have no message: their output is
+                # what the program got
+                said = s.message.content if s.message is not None else str(s.output)
+                self.executor.remember(ToolCall(id="", name=s.name, arguments=s.input), said)
         _replies_in_call_order(self.messages)
 
     # ------------------------------------------------------------------ the answer
