@@ -252,3 +252,16 @@ def test_doctor_names_a_missing_llama_cpp_and_missing_weights_with_the_fix() -> 
     }
     said = problems(found)
     assert any("llama.cpp is not installed" in p and "bigloop[local]" in p for p in said)
+
+
+def test_the_commands_that_print_results_also_print_json(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text('{"max_steps": 8}')
+    b.write_text('{"max_steps": 12}')
+    diff = bigloop("optimize", "diff", str(a), str(b), "--json", home=tmp_path)
+    assert diff.returncode == 0, diff.stderr
+    changes = json.loads(diff.stdout)["changes"]
+    assert any("max_steps" in line for line in changes)
+    (tmp_path / "lib").mkdir()
+    recheck = bigloop("tools", "recheck", str(tmp_path / "lib"), "--json", home=tmp_path)
+    assert recheck.returncode == 0 and json.loads(recheck.stdout) == {"retired": []}

@@ -378,6 +378,7 @@ def trace_export(
         ),
     ] = False,
     trace_db: TraceDbOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Send a recorded run as OpenTelemetry spans (GenAI conventions) to an OTLP/HTTP
     endpoint: a span for the run, one per model turn and one per tool call."""
@@ -388,6 +389,9 @@ def trace_export(
     except ImportError:
         raise UserError(_NO_OTEL) from None
     sent = export_run(_store(trace_db, create=False), run_id, otlp, capture_content=content)
+    if json_out:
+        print(json.dumps({"run_id": run_id, "spans": sent}))
+        return
     report.make_console(stderr=True).print(f"Sent {sent} spans.")
 
 
@@ -518,9 +522,12 @@ def eval_bfcl(
     workers: Annotated[
         int, typer.Option("--workers", min=1, help="Concurrent cases (useful for remote models).")
     ] = 1,
-    out: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path(
-        "bench/results/bfcl"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Results folder (default: results/bfcl in bigloop's data folder)."
+        ),
+    ] = None,
     ray_address: Annotated[
         str | None,
         typer.Option(
@@ -550,6 +557,9 @@ def eval_bfcl(
     _check_modes(mode)
     from bigloop.atoms.models.spec import ModelSpec
     from bigloop.config import LoopConfig
+    from bigloop.trace.store import default_home
+
+    out = out if out is not None else default_home() / "results" / "bfcl"
 
     loop_config = LoopConfig.load(config_path) if config_path else None
     # a config's adapter (from `bigloop optimize --step finetune`) goes with its model

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from bigloop import report
-from bigloop.cli.options import need_benchmarks
+from bigloop.cli.options import JsonOpt, need_benchmarks
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -446,12 +446,16 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
 def diff(
     a: Annotated[Path, typer.Argument(help="A LoopConfig file (e.g. the base).")],
     b: Annotated[Path, typer.Argument(help="Another (e.g. the optimized one).")],
+    json_out: JsonOpt = False,
 ) -> None:
     """What B changes from A: fields, demonstrations, tool docs, and B's recorded gains."""
     from bigloop.config import LoopConfig
     from bigloop.optimize.diff import config_diff
 
     lines = config_diff(LoopConfig.load(a), LoopConfig.load(b))
+    if json_out:
+        print(json.dumps({"a": str(a), "b": str(b), "changes": lines}))
+        return
     console = report.make_console()
     for line in lines or ["(no difference)"]:
         console.print(line, soft_wrap=True, markup=False)

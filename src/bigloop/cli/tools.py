@@ -94,6 +94,7 @@ def tools_build(
     dense: Annotated[
         bool, typer.Option("--dense/--no-dense", help="Embed the cards (MiniLM) for hybrid search.")
     ] = True,
+    json_out: JsonOpt = False,
 ) -> None:
     """Build a registry of the built-in tools (and BFCL's functions) and save it."""
     registry = _registry(None)
@@ -102,8 +103,11 @@ def tools_build(
         from bigloop_eval.bfcl_data import function_cards
 
         registry.add_cards(function_cards(multi_turn=True))
-    registry.build(dense=dense, progress=True)
+    registry.build(dense=dense, progress=not json_out)
     registry.save(out)
+    if json_out:
+        print(json.dumps({"atoms": len(registry), "saved": str(out)}))
+        return
     report.make_console().print(f"Saved {len(registry)} atoms to {out}.")
 
 
@@ -123,10 +127,13 @@ def tools_make(
     maker: Annotated[
         str,
         typer.Option(
-            "--maker", help="The model that writes the tool: 'embedded', 'coder-1.5b', ..."
+            "--maker",
+            help="The model that writes the tool: 'embedded' (installed by setup), "
+            "'coder-1.5b' (writes better tools: pip install '.[strong]'), ...",
         ),
-    ] = "coder-1.5b",
+    ] = "embedded",
     base_url: BaseUrlOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Have a model write a tool: it is tested in the Python sandbox on the examples and
     added to the library only when it passes them all (use it with `run --tools-dir`)."""
@@ -140,9 +147,25 @@ def tools_make(
     made = asyncio.run(make_tool(description, rows, model))
     console = report.make_console()
     if not isinstance(made, MadeTool):
-        console.print(f"[bold red]rejected:[/] {report.shown(made.reason)}", soft_wrap=True)
+        if json_out:
+            print(json.dumps({"made": False, "reason": made.reason}))
+        else:
+            console.print(f"[bold red]rejected:[/] {report.shown(made.reason)}", soft_wrap=True)
         sys.exit(1)
     path = ToolLibrary(tools_dir).save(made)
+    if json_out:
+        print(
+            json.dumps(
+                {
+                    "made": True,
+                    "name": made.name,
+                    "version": made.version,
+                    "examples": len(rows),
+                    "path": str(path),
+                }
+            )
+        )
+        return
     console.print(f"made {made.name} v{made.version}: passed {len(rows)} examples; {path}")
 
 
@@ -167,6 +190,7 @@ def _examples(path: Path) -> list[Any]:
 @tools_app.command("recheck")
 def tools_recheck(
     tools_dir: Annotated[Path, typer.Argument(help="The tool library.")],
+    json_out: JsonOpt = False,
 ) -> None:
     """Run every made tool's examples again in the sandbox; retire the ones that fail."""
     import asyncio
@@ -174,4 +198,7 @@ def tools_recheck(
     from bigloop.atoms.made import ToolLibrary
 
     retired = asyncio.run(ToolLibrary(tools_dir).recheck())
+    if json_out:
+        print(json.dumps({"retired": retired}))
+        return
     report.make_console().print(f"retired: {', '.join(retired)}" if retired else "all pass")
