@@ -506,7 +506,9 @@ def eval_bfcl(
             "--mode",
             help="raw (the model alone), loop (bigloop, ReAct planner), graph (bigloop, "
             "task-graph planner; multi-turn categories), retrieve (bigloop offered the top 3 "
-            "of all ~2,900 BFCL functions instead of the case's own). Repeatable.",
+            "of all ~2,900 BFCL functions instead of the case's own), code (bigloop, the code "
+            "planner: one program calls the functions; its calls, in order, are scored; "
+            "single-turn categories). Repeatable.",
         ),
     ] = ["raw", "loop"],  # noqa: B006 - typer reads the default
     clarify: Annotated[
@@ -594,12 +596,13 @@ def eval_bfcl(
 
 
 def _check_modes(mode: list[str]) -> None:
-    """Refuse, with a clear error, a --mode that is not raw, loop, graph or retrieve."""
+    """Refuse, with a clear error, a --mode that is not raw, loop, graph, retrieve or
+    code."""
     from bigloop._errors import UserError
 
-    bad = [m for m in mode if m not in ("raw", "loop", "graph", "retrieve")]
+    bad = [m for m in mode if m not in ("raw", "loop", "graph", "retrieve", "code")]
     if bad:
-        raise UserError(f"--mode {bad[0]!r}: use raw, loop, graph or retrieve.")
+        raise UserError(f"--mode {bad[0]!r}: use raw, loop, graph, retrieve or code.")
 
 
 def _check_escalate_local(

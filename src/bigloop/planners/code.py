@@ -136,11 +136,18 @@ class CodePlanner:
         max_calls: tool calls one program may make.
         rules: judge each answer before the run ends with it (`planners.rules`; default:
             all of them).
+        stop_after_calls: end the run (answer None) after the first program whose tool
+            calls all succeeded — for benchmarks that score the calls a program makes
+            (BFCL's `--mode code`).
+        context: call the read-only tools without arguments once and show their results
+            (off where the calls themselves are scored).
     """
 
     limits: SandboxLimits | None = None
     max_calls: int = 20
     rules: AnswerRules = field(default_factory=default_rules)
+    stop_after_calls: bool = False
+    context: bool = True
     name: str = "code"
 
     def __post_init__(self) -> None:
@@ -154,8 +161,9 @@ class CodePlanner:
         bridge = Bridge(tools=ctx.specs, call=_caller(ctx, made), max_calls=self.max_calls)
         functions = program_stubs(bridge) or "(none)"
         returns: list[str] = []
-        async for step in _context(ctx, returns):
-            yield step
+        if self.context:
+            async for step in _context(ctx, returns):
+                yield step
         context = CONTEXT.format(returns="\n".join(returns)) if returns else ""
         system = SYSTEM.format(functions=functions, context=context, example=EXAMPLE)
         rules = self.rules.fresh()
@@ -185,6 +193,12 @@ class CodePlanner:
                 continue
             async for step in self._run(ctx, text, bridge, made, limits):
                 yield step
+            if (
+                self.stop_after_calls
+                and made
+                and all(isinstance(r, CallResult) and r.ok for _, r in made)
+            ):
+                return
 
     async def _run(
         self,

@@ -25,6 +25,7 @@ from bigloop._errors import UserError
 from bigloop.atoms.card import AtomCard
 from bigloop.atoms.models.base import ChatModel, Message, ModelSettings, ToolSpec
 from bigloop.atoms.tool import EFFECTS, Effect, Tool
+from bigloop.config import LoopConfig
 from bigloop.loop import Loop
 from bigloop.parts import PlannerName
 from bigloop.policies import default_selectors
@@ -233,6 +234,9 @@ class Agent:
         loop = Loop(
             self.model,
             [*self.tools, *tools],
+            # an agent asks only with its own clarifying check (a worker's question would
+            # reach no user)
+            config=LoopConfig(clarify="off"),
             system=system or None,
             budget=self.budget,
             settings=self.settings,

@@ -25,6 +25,7 @@ from bigloop.atoms.models.base import ChatModel, Message, ToolSpec, Usage
 from bigloop.atoms.models.local import LocalModel
 from bigloop.atoms.models.parse import parse_reply
 from bigloop.atoms.tool import Tool
+from bigloop.config import LoopConfig
 from bigloop.loop import Loop
 from bigloop.policies.clarify import Clarify
 from bigloop.runtime.context import Budget
@@ -152,7 +153,12 @@ async def run_multi_case(
 
     With `clarify`, the loop may stop a turn to ask the user (BFCL's miss_param turns
     leave out a value); such a turn makes no calls and is counted in `asked`.
+
+    Raises:
+        UserError: code mode, which is for the single-turn categories.
     """
+    if mode == "code":
+        raise UserError("--mode code is for the single-turn categories; use loop or graph here.")
     sim = Simulation(case)
     usage = Usage()
     start = time.perf_counter()
@@ -208,6 +214,7 @@ async def _loop_turn(
         model,
         # The simulations keep state: their calls are side effects, kept in planned order.
         sim.tools(docs, stateful=mode == "graph"),
+        config=LoopConfig(clarify="off"),  # asking only with --clarify
         budget=Budget(max_steps=STEPS_PER_TURN),
         settings=SETTINGS,
         top_k=TOP_K,

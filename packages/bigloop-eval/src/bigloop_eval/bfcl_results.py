@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from bigloop.atoms.models.base import ModelSettings, Usage
 
-Mode = Literal["raw", "loop", "graph", "retrieve"]
+Mode = Literal["raw", "loop", "graph", "retrieve", "code"]
 """How a case is run.
 
 - raw: the model alone: called with the functions through its own chat template (or its

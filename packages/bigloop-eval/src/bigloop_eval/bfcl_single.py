@@ -29,8 +29,9 @@ from bigloop.atoms.tool import Tool
 from bigloop.config import LoopConfig
 from bigloop.loop import Loop
 from bigloop.parts import Policies
+from bigloop.planners.code import PROGRAM, CodePlanner
 from bigloop.runtime.call import MODEL_MISTAKES, call_key
-from bigloop.runtime.context import Budget
+from bigloop.runtime.context import Budget, Planner
 from bigloop.trace.records import RunResult
 from bigloop.trace.store import TraceStore
 from bigloop_eval.bfcl_data import Case, function_cards
@@ -69,7 +70,9 @@ async def run_case(
             calls = await _raw_calls(case, model, usage, raws)
         else:
             specs = await asyncio.to_thread(_retrieved, case) if mode == "retrieve" else case.tools
-            run = await loop_run(case, model, specs, max_repairs, config or LoopConfig())
+            run = await loop_run(
+                case, model, specs, max_repairs, config or LoopConfig(), code=mode == "code"
+            )
             usage.add(run.usage)
             calls, repairs, raws = made_calls(run), _corrections(run), _outputs(run)
             if run.status == "failed":
@@ -116,17 +119,23 @@ async def loop_run(
     max_repairs: int,
     config: LoopConfig,
     store: TraceStore | None = None,
+    *,
+    code: bool = False,
 ) -> RunResult:
     """The case's last message as the Loop's task, the messages before it as history;
-    traced to `store` when given."""
+    traced to `store` when given. `code`: the code planner — the model writes one program
+    calling the functions, and its calls (in order) are what is scored."""
     # BFCL scores the calls, not an answer: no clarifying questions, no answer checks,
     # and the run stops once a turn's calls are made. The other policies are the loop's.
     policies = Policies.build([*config.off, "check_answers"], clarify="off")
+    planner: Planner = policies.react(stop_after_calls=True)
+    if code:
+        planner = CodePlanner(stop_after_calls=True, context=False, rules=policies.rules.answer)
     loop = Loop(
         model,
         config.documented([_acknowledging_tool(s) for s in specs]),
         system=config.instructions(),
-        planner=policies.react(stop_after_calls=True),
+        planner=planner,
         checks=policies.checks,
         selectors=policies.selectors,
         # Up to `max_repairs` corrections, counted in model turns (as before the Loop ran
@@ -143,7 +152,7 @@ def made_calls(run: RunResult) -> Calls:
     """The calls a run made, in order, identical ones once: what BFCL scores."""
     calls: dict[str, tuple[str, Any]] = {}
     for step in run.steps:
-        if step.kind == "tool" and step.error is None:
+        if step.kind == "tool" and step.error is None and step.name != PROGRAM:
             key = call_key(ToolCall(id="", name=step.name, arguments=step.input))
             calls.setdefault(key, (step.name, step.input))
     return list(calls.values())
