@@ -51,6 +51,7 @@ def test_defaults_are_the_cli_defaults() -> None:
         "max_cost": None,
         "max_step_seconds": None,
         "max_calls_per_turn": 16,
+        "trace_db": None,
     }
     assert config.max_calls_per_turn == Budget().max_calls_per_turn
 
@@ -217,3 +218,19 @@ def test_a_loop_and_a_config_have_the_same_defaults_by_construction() -> None:
     assert plain.budget == built.budget and plain.settings == built.settings
     strict = Loop(model, [echo], config=LoopConfig(off=["clarify"], max_steps=3))
     assert "clarify" not in [c.name for c in strict.checks] and strict.budget.max_steps == 3
+
+
+def test_a_config_names_its_trace_store_a_path_made_absolute_a_url_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bigloop.cli import _configured_store
+    from bigloop.config import LoopConfig
+
+    monkeypatch.chdir(tmp_path)
+    local = LoopConfig(trace_db="runs.db").with_absolute_paths()
+    assert local.trace_db == str(tmp_path / "runs.db")
+    url = "postgresql://bigloop@db-host/bigloop"
+    shared = LoopConfig(trace_db=url).with_absolute_paths()
+    assert shared.trace_db == url
+    assert _configured_store(LoopConfig()) is None
+    assert str(_configured_store(shared)).startswith("postgresql:")  # TraceStore restores //

@@ -140,6 +140,9 @@ class LoopConfig(BaseModel):
         max_step_seconds: wall time of one model turn.
         max_calls_per_turn: calls made from one model turn; the model is told that the
             rest were not made.
+        trace_db: where `bigloop run` and `bigloop serve` trace runs: a SQLite file or a
+            `postgresql://` URL shared by many processes and hosts (`docs/scaling.md`);
+            None: `--trace-db`, else $BIGLOOP_TRACE_DB, else the user's traces.db.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -179,6 +182,7 @@ class LoopConfig(BaseModel):
     max_cost: float | None = Field(default=None, ge=0)
     max_step_seconds: float | None = Field(default=None, gt=0)
     max_calls_per_turn: int = Field(default=16, ge=1)
+    trace_db: str | None = None
 
     @field_validator("planner", "clarify", "escalate_when", mode="before")
     @classmethod
@@ -268,6 +272,9 @@ class LoopConfig(BaseModel):
             return None if path is None else str(Path(path).expanduser().resolve())
 
         model, escalate, adapter = self.model, self.escalate, absolute(self.adapter)
+        trace_db = self.trace_db
+        if trace_db is not None and not trace_db.startswith(("postgresql:", "postgres:")):
+            trace_db = absolute(trace_db)
         if model.endswith(".gguf") and self.base_url is None:
             model = absolute(model) or model
         if escalate and escalate.endswith(".gguf"):
@@ -280,6 +287,7 @@ class LoopConfig(BaseModel):
                 "model": model,
                 "escalate": escalate,
                 "adapter": adapter,
+                "trace_db": trace_db,
             }
         )
 
@@ -475,7 +483,7 @@ def _problems(error: ValidationError) -> str:
 
 ADDED_LATER: dict[str, object] = {
     name: LoopConfig.model_fields[name].default
-    for name in ("escalate_when", "escalate_threshold", "tool_fits")
+    for name in ("escalate_when", "escalate_threshold", "tool_fits", "trace_db")
 }
 """LoopConfig fields added after results were recorded, with their defaults: a field at
 its default is left out of what identifies a config (`optimize.evaluate.fingerprint`,

@@ -305,7 +305,7 @@ def run(
         config.save(save_config)
     _run_loop(
         config,
-        _store(trace_db),
+        _store(trace_db if trace_db is not None else _configured_store(config)),
         json_out,
         lambda loop, on_step: loop.run(task, on_step=on_step),
         otlp=otlp,
@@ -417,6 +417,11 @@ def _otel_hook(otlp: str | None, config: LoopConfig, store: TraceStore) -> OtelH
     if endpoint is None:
         return None
     return OtelHook(endpoint, provider=provider_of(config.model_dump()), redactor=store.redactor)
+
+
+def _configured_store(config: LoopConfig) -> Path | None:
+    """The trace store a config names (`LoopConfig.trace_db`), as `_store` takes it."""
+    return Path(config.trace_db) if config.trace_db else None
 
 
 def _store(path: Path | None, *, create: bool = True) -> TraceStore:

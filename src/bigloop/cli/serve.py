@@ -52,6 +52,8 @@ def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path
         base.model_dump() | {k: v for k, v in given.items() if v is not None},
         source="Command line",
     )
+    if trace_db is None and config.trace_db:
+        trace_db = Path(config.trace_db)  # a postgresql:// URL too: TraceStore reads it back
     return Loop.from_config(config, store=TraceStore(trace_db), approve="ask")
 
 
