@@ -27,14 +27,13 @@ gets a ToolError saying so.
 
 from __future__ import annotations
 
-import ast
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bigloop._errors import InputRequired, RunFailure
+from bigloop._errors import InputRequired
 from bigloop.atoms.builtin.bridge import Bridge, BridgeReply, program_stubs, python_name
 from bigloop.atoms.builtin.python_sandbox import (
     SandboxLimits,
@@ -47,12 +46,12 @@ from bigloop.atoms.models.base import Message, ToolCall
 from bigloop.planners.rules import (
     Answered,
     AnswerRules,
-    CallAgain,
     Problem,
     Retry,
-    Stop,
     Verdict,
+    act_on,
     default_rules,
+    is_calculation,
 )
 from bigloop.runtime.call import CallResult
 from bigloop.runtime.context import RunContext
@@ -112,7 +111,7 @@ NOTES: dict[Problem, str] = {
 rule's own note for any other problem."""
 
 NOTHING = "(nothing)"
-"""What a program that printed nothing is shown to have printed."""
+"""What the model is shown for a program that printed nothing (its step's output is "")."""
 
 PRINT_IT = (
     "That program printed nothing. Reply with a ```python program that prints the value "
@@ -176,12 +175,12 @@ class CodePlanner:
             yield ctx.model_step(response, reply)
             kind, text = _read(response.text)
             if kind == "program" and (again := _ran_before(ctx, text)) is not None:
-                if again == NOTHING:
+                if not again:  # it printed nothing
                     ctx.repair(PRINT_IT)
                     continue
                 kind, text = "answer", again  # the same program: its output is the answer
             if kind == "answer":
-                verdict = rules.judge(_answered(ctx, text, first))
+                verdict = rules.judge(Answered.of_run(ctx, text, since=first))
                 if verdict is None:
                     ctx.finish(text)
                     return
@@ -214,8 +213,8 @@ class CodePlanner:
         made.clear()
         started = time.time()
         try:
-            printed = (await run_sandboxed(code, limits, bridge=bridge)).strip() or NOTHING
-            observation = OBSERVED.format(output=printed, task=ctx.task)
+            printed = (await run_sandboxed(code, limits, bridge=bridge)).strip()
+            observation = OBSERVED.format(output=printed or NOTHING, task=ctx.task)
             error: StepError | None = None
         except SandboxStopped as stopped:
             printed = str(stopped)[-1500:]
@@ -285,35 +284,10 @@ def _read(text: str) -> tuple[str, str]:
     return "answer", text.strip()
 
 
-_PURE = frozenset({"round", "abs", "min", "max", "sum", "int", "float", "pow"})
-_ARITHMETIC: tuple[type[ast.AST], ...] = (
-    ast.Expression,
-    ast.BinOp,
-    ast.UnaryOp,
-    ast.Call,
-    ast.Constant,
-    ast.Load,
-    ast.operator,
-    ast.unaryop,
-    ast.Name,
-)
-
-
 def _bare_expression(text: str) -> bool:
-    """Whether `text` is a Python expression of numbers, operators and pure built-ins
-    only, with at least one operation ("(45 + 12) / 3", "round(2 ** 0.5, 3)")."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError):
-        return False
-    nodes = list(ast.walk(tree))
-    if not all(isinstance(n, _ARITHMETIC) for n in nodes):
-        return False
-    if any(isinstance(n, ast.Name) and n.id not in _PURE for n in nodes):
-        return False
-    if any(isinstance(n, ast.Constant) and not isinstance(n.value, int | float) for n in nodes):
-        return False
-    return any(isinstance(n, ast.BinOp | ast.Call) for n in nodes)
+    """Whether `text` is arithmetic left unevaluated (`rules.is_calculation`: not a date
+    or a plain number) that Python reads as written."""
+    return is_calculation(text) and _syntax_error(f"print({text})") is None
 
 
 def _syntax_error(program: str) -> str | None:
@@ -327,18 +301,14 @@ def _syntax_error(program: str) -> str | None:
 
 
 async def _sent_back(ctx: RunContext, verdict: Verdict) -> AsyncIterator[Step]:
-    """An answer an answer rule sent back, in the code planner's terms (`NOTES`)."""
-    match verdict:
-        case Stop(message=message):
-            raise RunFailure(message)
-        case CallAgain(calls=calls):
-            ctx.messages.append(Message(role="assistant", tool_calls=calls))
-            async for step in ctx.calls(calls):
-                yield step
-        case Retry(problem=problem, note=note, value=value):
-            template = NOTES.get(problem)
-            text = template.format(value=value) if template else note
-            ctx.repair(text or f"Your answer went back: {problem}.")
+    """An answer an answer rule sent back, a `Retry` said in program terms (`NOTES`)."""
+    if not isinstance(verdict, Retry):
+        async for step in act_on(ctx, verdict):
+            yield step
+        return
+    template = NOTES.get(verdict.problem)
+    text = template.format(value=verdict.value) if template else verdict.note
+    ctx.repair(text or f"Your answer went back: {verdict.problem}.")
 
 
 def _ran_before(ctx: RunContext, code: str) -> str | None:
@@ -369,11 +339,3 @@ async def _context(ctx: RunContext, returns: list[str]) -> AsyncIterator[Step]:
             text = str(result.output)
             cut = text[:_CONTEXT_CHARS] + (" …" if len(text) > _CONTEXT_CHARS else "")
             returns.append(f"{python_name(spec.name)}() -> {cut}")
-
-
-def _answered(ctx: RunContext, text: str, first: int) -> Answered:
-    """The answer as the answer rules read it: the results are what the programs and
-    their calls returned from step `first` on (the context calls before it looked up
-    nothing the request asked)."""
-    results = [str(s.output) for s in ctx.steps[first:] if s.kind == "tool" and s.error is None]
-    return replace(Answered.of_run(ctx, text), results=results)

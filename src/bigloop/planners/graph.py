@@ -16,7 +16,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import (
     Message,
     ModelResponse,
@@ -28,7 +27,15 @@ from bigloop.atoms.models.base import (
 from bigloop.atoms.models.prompts import describe_tools, to_plain_chat
 from bigloop.planners.plan import InvalidPlan, Plan, PlanStep, is_empty, parse_plan, plan_schema
 from bigloop.planners.plan import resolve as resolve_refs
-from bigloop.planners.rules import Answered, AnswerRules, CallAgain, Retry, Stop, default_rules
+from bigloop.planners.rules import (
+    Answered,
+    AnswerRules,
+    CallAgain,
+    Retry,
+    Stop,
+    act_on,
+    default_rules,
+)
 from bigloop.policies.select import listed_items
 from bigloop.runtime.call import CallResult
 from bigloop.runtime.context import RunContext
@@ -499,13 +506,9 @@ async def _sent_back(
 ) -> AsyncIterator[Step]:
     """An answer an answer rule sent back: its note goes to the next turn, which may
     replan; calls to make again are made (a refused guess: the user is asked)."""
-    match verdict:
-        case Stop(message=message):
-            raise RunFailure(message)
-        case Retry(note=note, problem=problem):
-            g.note, g.last_reply, g.sent_back = note, reply, verdict.tools
-            ctx.count_repair(f"an answer sent back: {problem}")
-        case CallAgain(calls=calls):
-            ctx.messages.append(Message(role="assistant", tool_calls=calls))
-            async for step in ctx.calls(calls):
-                yield step
+    if isinstance(verdict, Retry):
+        g.note, g.last_reply, g.sent_back = verdict.note, reply, verdict.tools
+        ctx.count_repair(f"an answer sent back: {verdict.problem}")
+        return
+    async for step in act_on(ctx, verdict):
+        yield step

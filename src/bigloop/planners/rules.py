@@ -21,11 +21,12 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from bigloop._errors import RunFailure
 from bigloop.atoms.models.base import Message, ToolCall, ToolSpec
 from bigloop.atoms.models.prompts import FROM_MEMORY, UNEVALUATED, UNUSED_QUANTITY
 from bigloop.policies.base import Evidence, guessable
@@ -98,14 +99,18 @@ class Answered:
     schemas: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def of_run(cls, ctx: RunContext, text: str) -> Answered:
-        """The answer `text` at this point of a loop run."""
+    def of_run(cls, ctx: RunContext, text: str, *, since: int = 0) -> Answered:
+        """The answer `text` at this point of a loop run; its results are those of the
+        calls from step `since` on (a planner's own lookups before it are not the
+        request's: the code planner's context calls)."""
         return cls(
             text=text,
             task=ctx.task,
             evidence=ctx.evidence(),
             specs=ctx.specs,
-            results=[str(s.output) for s in ctx.steps if s.kind == "tool" and s.error is None],
+            results=[
+                str(s.output) for s in ctx.steps[since:] if s.kind == "tool" and s.error is None
+            ],
             calls=[*calls_in(ctx.messages), *_step_calls(ctx.steps)],
             steps=ctx.steps,
             schemas={name: tool.schema for name, tool in ctx.tools.items()},
@@ -259,10 +264,16 @@ class CallAsText:
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _CALCULATION = re.compile(
-    r"[\d.,\s()]*\d[\d.,\s()]*(?:(?:[+*/×÷^]|\s-|-\s)[\d.,\s()]*\d[\d.,\s()]*)+"
+    r"[\d.,\s()]*\d[\d.,\s()]*(?:(?:\*\*|[+*/×÷^]|\s-|-\s)[\d.,\s()]*\d[\d.,\s()]*)+"
 )
 """An answer that is only arithmetic: numbers joined by operators (a minus sign with a
 space beside it: 2024-06-13 is a date)."""
+
+
+def is_calculation(text: str) -> bool:
+    """Whether `text` is only arithmetic left unevaluated ("120 - (120 * 25 / 100)",
+    "2 ** 20"; not a date)."""
+    return _CALCULATION.fullmatch(text.strip()) is not None
 
 
 def _given(number: str, text: str) -> bool:
@@ -285,13 +296,13 @@ class CheckAnswers:
     def judge(self, answer: Answered, fired: int) -> Verdict | None:
         text = answer.text.strip()
         if answer.results:
-            if _CALCULATION.fullmatch(text) and any(map(computes, answer.specs)):
+            if is_calculation(text) and any(map(computes, answer.specs)):
                 return Retry(Problem.UNEVALUATED, UNEVALUATED)
             return None
         if not answer.specs:
             return None
         said = answer.evidence.text
-        if _CALCULATION.fullmatch(text):
+        if is_calculation(text):
             number: str | None = text
         else:
             number = next((n for n in _NUMBER.findall(text) if not _given(n, said)), None)
@@ -387,3 +398,13 @@ def default_rules(
         AskAfterRefusal(about=ask_about),
     ]
     return AnswerRules([r for r in rules if r.name not in off])
+
+
+async def act_on(ctx: RunContext, verdict: CallAgain | Stop) -> AsyncIterator[Step]:
+    """What every planner does with these verdicts: `Stop` fails the run; `CallAgain`
+    makes the calls (a refused guess made again: the clarifying check asks the user)."""
+    if isinstance(verdict, Stop):
+        raise RunFailure(verdict.message)
+    ctx.messages.append(Message(role="assistant", tool_calls=verdict.calls))
+    async for step in ctx.calls(verdict.calls):
+        yield step
