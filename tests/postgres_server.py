@@ -9,13 +9,14 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.loopback import free_port
 
 
 def binaries() -> Path | None:
@@ -39,12 +40,6 @@ def problem() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def server() -> Iterator[str]:
     """A running server; yields the URL of its `postgres` database (user `bigloop`)."""
@@ -58,7 +53,7 @@ def server() -> Iterator[str]:
         shutil.chown(root, "postgres")
         shutil.chown(sockets, "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
+    port = free_port()
 
     def run(*args: str) -> None:
         subprocess.run([*as_user, *args], check=True, capture_output=True, timeout=120)

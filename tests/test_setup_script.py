@@ -60,7 +60,7 @@ def _checks(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_checks_pass_here_and_take_seconds() -> None:
+def test_the_checks_pass_here_before_anything_is_installed() -> None:
     out = _checks({})
     assert out.returncode == 0 and "checks passed" in out.stderr
 

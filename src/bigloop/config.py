@@ -48,6 +48,7 @@ from bigloop.atoms.tool import Tool
 from bigloop.parts import NAMES, ClarifyWhen, EscalateWhen
 from bigloop.parts import PlannerName as Planner
 from bigloop.runtime.context import Budget
+from bigloop.trace import postgres
 
 _CHOICES: dict[str, object] = {
     "planner": Planner,
@@ -273,7 +274,7 @@ class LoopConfig(BaseModel):
 
         model, escalate, adapter = self.model, self.escalate, absolute(self.adapter)
         trace_db = self.trace_db
-        if trace_db is not None and not trace_db.startswith(("postgresql:", "postgres:")):
+        if trace_db is not None and not postgres.is_url(trace_db):
             trace_db = absolute(trace_db)
         if model.endswith(".gguf") and self.base_url is None:
             model = absolute(model) or model

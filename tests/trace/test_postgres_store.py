@@ -67,12 +67,9 @@ def test_a_url_through_pathlib_and_the_environment_variable_both_work(
 
 
 def test_a_server_that_is_not_there_is_a_clear_error() -> None:
-    with pytest.raises(UserError, match="Cannot connect to the trace store"):
+    with pytest.raises(UserError, match="Cannot connect to the trace store") as refused:
         TraceStore("postgresql://bigloop:secret@127.0.0.1:9/none")
-    try:
-        TraceStore("postgresql://bigloop:secret@127.0.0.1:9/none")
-    except UserError as e:
-        assert "secret" not in str(e)
+    assert "secret" not in str(refused.value) and "bigloop:***@" in str(refused.value)
 
 
 def test_two_resumers_of_one_run_one_wins_the_other_is_told_who(pg_url: str) -> None:

@@ -14,8 +14,9 @@ What differs, and where:
 - the layout's version lives in a `bigloop_meta` table (SQLite: `PRAGMA user_version`);
   creating or upgrading it holds an advisory lock, so processes starting together do it
   once;
-- floats are DOUBLE PRECISION (PostgreSQL's REAL has 24 bits: a timestamp would lose its
-  seconds); steps carry a `seq BIGSERIAL`, the order they were recorded (SQLite's rowid);
+- the tables declare floats DOUBLE PRECISION for both (PostgreSQL's REAL has 24 bits: a
+  timestamp would lose its seconds; SQLite reads the name as REAL); steps carry a
+  `seq BIGSERIAL`, the order they were recorded (SQLite's rowid);
 - `claim` locks the run's row (`SELECT … FOR UPDATE`): of two processes resuming one run,
   on any hosts, one wins; the other is told who holds it. A holder on another host is
   taken over when its last step is older than `STALE_SECONDS` (a lease with expiry).
@@ -28,7 +29,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from bigloop._errors import UserError
@@ -62,7 +63,6 @@ def shown(url: str) -> str:
 def _translated(sql: str) -> str:
     """The store's SQLite statement in PostgreSQL's terms."""
     sql = sql.replace("?", "%s").replace("BEGIN IMMEDIATE", "BEGIN")
-    sql = re.sub(r"\bREAL\b", "DOUBLE PRECISION", sql)
     return re.sub(r"\browid\b", "seq", sql)
 
 
@@ -98,10 +98,6 @@ class Connection:
                 raise sqlite3.OperationalError(f"database is locked: {e}") from e
             except self._psycopg.Error as e:
                 raise sqlite3.OperationalError(str(e).strip()) from e
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        for row in rows:
-            self.execute(sql, row)
 
     @property
     def in_transaction(self) -> bool:

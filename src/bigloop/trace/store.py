@@ -68,11 +68,11 @@ _TABLES = (
     status TEXT NOT NULL,
     answer TEXT,
     error TEXT,
-    started_at REAL NOT NULL,
-    ended_at REAL,
+    started_at DOUBLE PRECISION NOT NULL,
+    ended_at DOUBLE PRECISION,
     owner TEXT,
-    heartbeat REAL,
-    cost REAL,
+    heartbeat DOUBLE PRECISION,
+    cost DOUBLE PRECISION,
     question TEXT
 )""",
     """CREATE TABLE IF NOT EXISTS steps (
@@ -83,11 +83,11 @@ _TABLES = (
     input TEXT,
     output TEXT,
     error TEXT,
-    seconds REAL NOT NULL,
+    seconds DOUBLE PRECISION NOT NULL,
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
     message TEXT,
-    started_at REAL NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
     refusal TEXT,
     question TEXT,
     PRIMARY KEY (run_id, idx)
@@ -95,12 +95,17 @@ _TABLES = (
     """CREATE TABLE IF NOT EXISTS intents (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
     call TEXT NOT NULL,
-    started_at REAL NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (run_id, call)
 )""",
 )
 _ADDED = {
-    "runs": (("owner", "TEXT"), ("heartbeat", "REAL"), ("cost", "REAL"), ("question", "TEXT")),
+    "runs": (
+        ("owner", "TEXT"),
+        ("heartbeat", "DOUBLE PRECISION"),
+        ("cost", "DOUBLE PRECISION"),
+        ("question", "TEXT"),
+    ),
     "steps": (("refusal", "TEXT"), ("question", "TEXT")),
 }
 """Columns added since version 1, by table: the upgrade adds them to an older file."""
