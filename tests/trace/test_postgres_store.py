@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -120,9 +123,67 @@ def test_a_run_killed_in_one_process_resumes_in_another_exactly_once(
         [sys.executable, "-c", KILLED, pg_url], cwd=elsewhere, env=env, timeout=120
     )
     assert killed.returncode == -signal.SIGKILL
+    _resume_and_check(pg_url, notes)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("runuser") is None,
+    reason="running a process as another user needs root and runuser",
+)
+def test_a_run_killed_as_one_user_resumes_as_another_user_in_another_folder(
+    pg_url: str,
+) -> None:
+    shared = Path(tempfile.mkdtemp(prefix="bigloop-two-users-"))
+    try:
+        shared.chmod(0o777)  # pytest's own folders are private to this user
+        home = shared / "nobody"
+        home.mkdir()
+        home.chmod(0o777)
+        notes = shared / "notes.txt"
+        notes.touch()
+        notes.chmod(0o666)
+        python, path = _python_for("nobody")
+        env = {
+            "PATH": os.environ["PATH"],
+            "NOTES": str(notes),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), *path]),
+            "HOME": str(home),
+            "BIGLOOP_HOME": str(home),
+        }
+        killed = subprocess.run(
+            ["runuser", "-u", "nobody", "--", python, "-c", KILLED, pg_url],
+            cwd=home,
+            env=env,
+            timeout=120,
+        )
+        assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL)
+        _resume_and_check(pg_url, notes)  # as this user (root), from this folder
+    finally:
+        shutil.rmtree(shared)
+
+
+def _python_for(user: str) -> tuple[str, list[str]]:
+    """An interpreter `user` may run with this environment's packages: this one, or
+    where it lies in a private folder (pyenv under /root), the system's of the same
+    version with this environment's site-packages on the path."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for python, path in (
+        (sys.executable, []),
+        (f"/usr/bin/{version}", [sysconfig.get_paths()["purelib"], str(ROOT / "src")]),
+    ):
+        runs = subprocess.run(["runuser", "-u", user, "--", "test", "-x", python])
+        if runs.returncode == 0:
+            return python, path
+    pytest.skip(f"no {version} that the user {user} may run")
+
+
+def _resume_and_check(pg_url: str, notes: Path) -> None:
+    """Resume the one run in the store, killed after two of its three calls: it ends with
+    the third call made once, and the first two not made again."""
     store = TraceStore(pg_url)
     (summary,) = store.runs()
     assert summary.status == "interrupted" and summary.tool_calls == 2
+    assert notes.read_text().splitlines() == ["one", "two"]
     os.environ["NOTES"] = str(notes)
     try:
         model = ScriptedModel(

@@ -65,16 +65,76 @@ def serve_openai_command(
     port: PortOpt = 8000,
     off: OffOpt = None,
     token: TokenOpt = None,
+    trace_db: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-db",
+            help="Record every completion as a run here: a trace file, or a postgresql:// "
+            "URL shared by replicas on several hosts (default: not recorded; "
+            "$BIGLOOP_TRACE_DB when set).",
+        ),
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Serve as Ray Serve replicas on the Ray cluster at this address ('local' "
+            "starts one on this machine). Needs the 'serve-ray' extra.",
+        ),
+    ] = None,
+    replicas: Annotated[
+        int,
+        typer.Option("--replicas", help="With --ray: how many model processes serve.", min=1),
+    ] = 1,
 ) -> None:
     """An OpenAI-compatible /v1/chat/completions for a model: its calls come back as
     structured tool_calls, decoded under the tools' grammar (streaming included), so
-    LangGraph, pydantic-ai, smolagents or the openai SDK can use it as a tool caller."""
+    LangGraph, pydantic-ai, smolagents or the openai SDK can use it as a tool caller.
+    With --ray, N replicas (one model each) answer behind Ray Serve's proxy."""
+    import os
+
     from bigloop.parts import check_names
+    from bigloop.protocols.guard import allowed_hosts_for, require_token
     from bigloop.protocols.openai_server import serve_openai
 
-    serve_openai(
-        model, host=host, port=port, base_url=base_url, off=check_names(off or []), token=token
+    trace_db = trace_db or os.environ.get("BIGLOOP_TRACE_DB") or None
+    if ray is None:
+        serve_openai(
+            model,
+            host=host,
+            port=port,
+            base_url=base_url,
+            off=check_names(off or []),
+            token=token,
+            trace_db=trace_db,
+        )
+        return
+    from bigloop.protocols.openai_replicas import (
+        ReplicaSpec,
+        serve_openai_on_ray,
+        threads_per_replica,
     )
+
+    require_token(host, token)
+    spec = ReplicaSpec(
+        model=model,
+        base_url=base_url,
+        off=tuple(check_names(off or [])),
+        allowed_hosts=tuple(allowed_hosts_for(host)),
+        token=token,
+        trace_db=_absolute(trace_db),
+        threads=threads_per_replica(replicas),
+    )
+    serve_openai_on_ray(spec, address=ray, host=host, port=port, replicas=replicas)
+
+
+def _absolute(trace_db: str | None) -> str | None:
+    """A trace file's path made absolute (replicas run in other folders); a URL kept."""
+    from bigloop.trace.postgres import is_url
+
+    if trace_db is None or is_url(trace_db):
+        return trace_db
+    return str(Path(trace_db).expanduser().resolve())
 
 
 @serve_app.command("a2a")

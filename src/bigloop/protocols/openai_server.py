@@ -16,6 +16,11 @@ bigloop's tool prompt and asked for structured output whose schema allows calls 
 cannot produce an answer. A model that ignores the schema and still answers is returned
 as it answered.
 
+Given a trace store, each completion is recorded as a run of one model step (its config
+says `served: openai` and which replica answered), so that `bigloop trace list` and
+`bigloop ui` show what every server process — or every Ray Serve replica
+(`bigloop.protocols.openai_replicas`) — answered.
+
 Errors come back in OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`:
 400 for a request this server cannot serve, 503 when the model is unavailable.
 """
@@ -25,6 +30,8 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import os
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -41,6 +48,7 @@ from bigloop.atoms.models.base import (
     Message,
     ModelResponse,
     Role,
+    ToolCall,
     ToolSpec,
 )
 from bigloop.atoms.models.local import call_schema
@@ -51,7 +59,9 @@ from bigloop.planners.rules import Answered, Retry
 from bigloop.protocols.guard import LOOPBACK, Guard, allowed_hosts_for, require_token
 from bigloop.protocols.openai_request import ChatTurn, InvalidRequest, read_request
 from bigloop.runtime.call import call_key
+from bigloop.trace.records import Step
 from bigloop.trace.redact import Redactor
+from bigloop.trace.store import TraceStore
 
 
 def create_app(
@@ -60,6 +70,8 @@ def create_app(
     off: Sequence[str] = (),
     allowed_hosts: Sequence[str] = LOOPBACK,
     token: str | None = None,
+    store: TraceStore | None = None,
+    replica: str | None = None,
 ) -> FastAPI:
     """A FastAPI app serving `model` at `GET /v1/models` and `POST /v1/chat/completions`.
 
@@ -73,25 +85,25 @@ def create_app(
         allowed_hosts: the host names requests may be addressed to (`Guard`: Host and
             Origin checked, bodies capped).
         token: the bearer token requests must carry (None: none).
+        store: where each completion is recorded as a run (None: nowhere).
+        replica: which process answers, for the trace (default: HOST:PID).
     """
     rules = Policies.build(off, clarify="off").rules
     app = FastAPI(title="bigloop", summary=f"{model.name}, OpenAI-compatible", version="1")
     app.add_middleware(Guard, allowed_hosts=allowed_hosts, token=token)
     started = int(time.time())
+    replica = replica or f"{socket.gethostname()}:{os.getpid()}"
 
     @app.get("/v1/models")
     async def list_models() -> dict[str, Any]:
-        return {
-            "object": "list",
-            "data": [
-                {"id": model.name, "object": "model", "created": started, "owned_by": "bigloop"}
-            ],
-        }
+        card = {"id": model.name, "object": "model", "created": started, "owned_by": "bigloop"}
+        return {"object": "list", "data": [card]}
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
         try:
             turn = read_request(await _json_body(request))
+            began = time.time()
             response = await reply(model, turn, rules)
         except InvalidRequest as e:
             return _error(400, str(e), "invalid_request_error", e.param)
@@ -102,6 +114,8 @@ def create_app(
         except BigloopError as e:  # the server's own setup, e.g. missing weights
             return _error(500, str(e), "server_error")
         completion = _completion(response, turn, model.name)
+        if store is not None:
+            record_completion(store, turn, completion, response, model.name, began, replica)
         if turn.stream:
             return StreamingResponse(
                 _chunks(completion, include_usage=turn.include_usage),
@@ -202,6 +216,48 @@ async def _first_reply(model: ChatModel, turn: ChatTurn) -> ModelResponse:
     parsed = to_response(response.text, itertools.count(1))
     parsed.usage = response.usage
     return parsed if parsed.tool_calls else response
+
+
+def record_completion(
+    store: TraceStore,
+    turn: ChatTurn,
+    completion: dict[str, Any],
+    response: ModelResponse,
+    model_name: str,
+    began: float,
+    replica: str,
+) -> None:
+    """Record one served completion in `store`: a run whose task is the last user turn,
+    with one model step (what the client got back) and the completion's id as its run id."""
+    run_id = completion["id"]
+    task = next((m.content for m in reversed(turn.messages) if m.role == "user"), "")
+    config = {"served": "openai", "replica": replica, "tools": [t.name for t in turn.tools]}
+    store.start_run(run_id, task, model_name, config)
+    sent = completion["choices"][0]["message"]
+    calls = [
+        ToolCall(
+            id=c["id"], name=c["function"]["name"], arguments=json.loads(c["function"]["arguments"])
+        )
+        for c in sent.get("tool_calls") or []
+    ]
+    message = Message(role="assistant", content=sent["content"] or "", tool_calls=calls)
+    step = Step(
+        run_id=run_id,
+        index=0,
+        kind="model",
+        name=model_name,
+        input={"messages": len(turn.messages), "tools": len(turn.tools), "replica": replica},
+        output=message.content or [{"name": c.name, "arguments": c.arguments} for c in calls],
+        error="malformed_reply" if response.error else None,
+        seconds=time.time() - began,
+        prompt_tokens=response.usage.prompt_tokens,
+        completion_tokens=response.usage.completion_tokens,
+        message=message,
+        started_at=began,
+    )
+    store.add_step(step)
+    answer = message.content or json.dumps(step.output)
+    store.finish_run(run_id, "ok", answer, None)
 
 
 def calls_only_schema(tools: list[ToolSpec]) -> dict[str, Any]:
@@ -311,6 +367,7 @@ def serve_openai(
     base_url: str | None = None,
     off: Sequence[str] = (),
     token: str | None = None,
+    trace_db: str | None = None,
 ) -> None:
     """Serve a model at `http://HOST:PORT/v1` until interrupted (`bigloop serve openai`).
 
@@ -322,6 +379,8 @@ def serve_openai(
         base_url: an OpenAI-compatible server to relay to, instead of a local model.
         off: policies to switch off (`create_app`).
         token: the bearer token clients must send; required beyond loopback.
+        trace_db: where each completion is recorded (a file or a postgresql:// URL;
+            None: not recorded).
 
     Raises:
         UserError: `host` is not loopback and there is no `token`.
@@ -336,5 +395,8 @@ def serve_openai(
     model = ModelSpec(name=model_name, base_url=base_url).build()
     if isinstance(model, LocalModel):
         model.llama()  # load the weights now, not during the first request
-    app = create_app(model, off=off, allowed_hosts=allowed_hosts_for(host), token=token)
+    store = TraceStore(trace_db) if trace_db else None
+    app = create_app(
+        model, off=off, allowed_hosts=allowed_hosts_for(host), token=token, store=store
+    )
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -18,8 +18,9 @@ class ModelSpec:
     base_url: str | None = None
     adapter: str | None = None
 
-    def build(self) -> ChatModel:
-        """The model this spec names (the embedded one is loaded on first use).
+    def build(self, *, n_threads: int | None = None) -> ChatModel:
+        """The model this spec names (the embedded one is loaded on first use); a local
+        one decodes on `n_threads` CPU threads (default: one per core).
 
         Raises:
             UserError: the name is neither "embedded", a .gguf file, nor paired with a URL.
@@ -44,13 +45,15 @@ class ModelSpec:
         if self.name in TUNED:
             base = TUNED[self.name].base
             path = None if base == "embedded" else model_path(base)
-            return LocalModel(path, name=self.name, lora=lora or tuned_adapter(self.name))
+            return LocalModel(
+                path, name=self.name, lora=lora or tuned_adapter(self.name), n_threads=n_threads
+            )
         if self.name == "embedded":
-            return LocalModel(lora=lora)
+            return LocalModel(lora=lora, n_threads=n_threads)
         if self.name in PACKAGED:
-            return LocalModel(model_path(self.name), name=self.name, lora=lora)
+            return LocalModel(model_path(self.name), name=self.name, lora=lora, n_threads=n_threads)
         if self.name.endswith(".gguf"):
-            return LocalModel(self.name, lora=lora)
+            return LocalModel(self.name, lora=lora, n_threads=n_threads)
         raise UserError(
             f"--model {self.name!r}: use 'embedded', a .gguf file, an installable model "
             f"({', '.join(map(repr, [*PACKAGED, *TUNED]))}), or a model name with "
