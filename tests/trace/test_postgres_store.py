@@ -15,6 +15,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -243,3 +244,48 @@ def test_the_viewer_shows_the_runs_of_every_process_writing_to_the_store(pg_url:
     runs = viewer.get("/api/runs").json()["runs"]
     assert sorted(r["task"] for r in runs) == ["from process A", "from process B"]
     assert {r["status"] for r in runs} == {"ok"}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_every_reader_of_traces_reads_both_stores_alike(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """`trace list`, `trace show`, `trace export` (the real CLI), the viewer and what
+    `optimize` reads, on a run recorded in a SQLite file and in PostgreSQL."""
+    from starlette.testclient import TestClient
+
+    from bigloop.atoms.builtin import calculator
+    from bigloop.ui import create_app
+    from tests.trace.test_otel import otlp_receiver
+
+    target = str(tmp_path / "t.db") if kind == "sqlite" else request.getfixturevalue("pg_url")
+    model = ScriptedModel(
+        [
+            json.dumps(
+                {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]}
+            ),
+            json.dumps({"answer": "42"}),
+        ]
+    )
+    result = Loop(model, [calculator], store=TraceStore(target), planner="react").run_sync("6*7?")
+
+    def cli(*args: str) -> Any:
+        done = subprocess.run(
+            [sys.executable, "-m", "bigloop", *args, "--trace-db", target, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert [r["run_id"] for r in cli("trace", "list")] == [result.run_id]
+    shown = cli("trace", "show", result.run_id[:8])
+    assert [s["kind"] for s in shown["steps"]] == ["model", "tool", "model"]
+    with otlp_receiver() as receiver:
+        cli("trace", "export", result.run_id, "--otlp", receiver.url)
+    assert {s.name for s in receiver.spans()} >= {"execute_tool calculator"}
+    viewer = TestClient(create_app(TraceStore(target)), base_url="http://127.0.0.1:8765")
+    assert [r["run_id"] for r in viewer.get("/api/runs").json()["runs"]] == [result.run_id]
+    outcomes = TraceStore(target).step_outcomes(["tool"])  # what optimize learns from
+    assert [(o.run_id, o.name, o.error) for o in outcomes] == [(result.run_id, "calculator", None)]

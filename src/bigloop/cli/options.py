@@ -25,7 +25,8 @@ TraceDbOpt = Annotated[
     Path | None,
     typer.Option(
         "--trace-db",
-        help="Trace file (default: traces.db in the user data folder, or $BIGLOOP_HOME).",
+        help="Trace file, or a postgresql:// URL (default: $BIGLOOP_TRACE_DB, else "
+        "traces.db in the user data folder or $BIGLOOP_HOME).",
     ),
 ]
 McpOpt = Annotated[
