@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -190,18 +191,36 @@ def test_policies_lists_every_name_off_takes(tmp_path: Path) -> None:
     assert [row["name"] for row in json.loads(listed.stdout)] == list(NAMES)
 
 
+WITHOUT_BENCHMARKS = """
+import importlib.metadata, sys
+importlib.metadata.entry_points = lambda **kw: []  # as if bigloop-eval were not installed
+from bigloop.cli import main
+sys.argv = ["bigloop", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("eval", "bfcl", "-c", "simple_python"),
+        ("optimize", "suite"),
+        ("tools", "build", "x", "--bfcl"),
+    ],
+)
 def test_the_benchmark_commands_say_how_to_install_their_package(
-    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...], tmp_path: Path
 ) -> None:
-    import importlib.util
-
-    from bigloop import UserError
-    from bigloop.cli.options import need_benchmarks
-
-    need_benchmarks()  # installed here (make setup)
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
-    with pytest.raises(UserError, match="pip install bigloop-eval"):
-        need_benchmarks()
+    plain = bigloop(args[0], "--help", home=tmp_path)  # installed here (make setup)
+    assert plain.returncode == 0 and "bigloop-eval" not in plain.stdout
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_BENCHMARKS, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BIGLOOP_HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "pip install bigloop-eval" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_damaged_trace_db_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:

@@ -370,7 +370,7 @@ def test_evolve_reprobes_the_new_cases_under_the_current_config(tmp_path: Path) 
 
 
 def test_data_is_opt_in_and_refused_with_workers(tmp_path: Path) -> None:
-    from bigloop.cli.optimize import _checked
+    from bigloop_eval_cli.optimize import _checked
 
     assert STEPS == ("policies", "demos", "instructions", "tool_docs")
     assert set(ALL_STEPS) == {*STEPS, "data", "finetune", "prefer", "tools", "workflow"}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -49,23 +49,38 @@ OffOpt = Annotated[
 ]
 
 
-def need_benchmarks() -> None:
-    """Make sure the benchmark package is installed (`bigloop eval`, `bigloop optimize`,
-    `bigloop tools build --bfcl`): it is a sibling of the framework, not part of it.
+BENCHMARKS_MISSING = (
+    "This command runs bigloop's benchmarks, which are a separate package: pip install "
+    "bigloop-eval (in a checkout: pip install -e packages/bigloop-eval; `make setup` does it)."
+)
+
+
+def plugins(group: str) -> dict[str, Any]:
+    """The entry points of `group` that installed packages offer, loaded, by name; one
+    that fails to load is left out (what it offered then reads as not installed)."""
+    from importlib.metadata import entry_points
+
+    loaded = {}
+    for point in entry_points(group=group):
+        try:
+            loaded[point.name] = point.load()
+        except ImportError:
+            continue
+    return loaded
+
+
+def need_plugin(group: str, name: str) -> Any:
+    """The entry point `name` of `group`.
 
     Raises:
-        UserError: it is not installed; the message says how to install it.
+        UserError: no installed package offers it; the message says how to install it.
     """
-    import importlib.util
-
     from bigloop._errors import UserError
 
-    if importlib.util.find_spec("bigloop_eval") is None:
-        raise UserError(
-            "This command runs bigloop's benchmarks, which are a separate package: "
-            "pip install bigloop-eval (in a checkout: pip install -e packages/bigloop-eval; "
-            "`make setup` does it)."
-        )
+    found = plugins(group).get(name)
+    if found is None:
+        raise UserError(BENCHMARKS_MISSING)
+    return found
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

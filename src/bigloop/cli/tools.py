@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from bigloop import report
-from bigloop.cli.options import BaseUrlOpt, JsonOpt, TraceDbOpt, need_benchmarks
+from bigloop.cli.options import BaseUrlOpt, JsonOpt, TraceDbOpt, need_plugin
 
 tools_app = typer.Typer(help="The tool registry: list, search, build.", no_args_is_help=True)
 
@@ -99,10 +99,7 @@ def tools_build(
     """Build a registry of the built-in tools (and BFCL's functions) and save it."""
     registry = _registry(None)
     if bfcl:
-        need_benchmarks()
-        from bigloop_eval.bfcl_data import function_cards
-
-        registry.add_cards(function_cards(multi_turn=True))
+        registry.add_cards(need_plugin("bigloop.tool_cards", "bfcl")())
     registry.build(dense=dense, progress=not json_out)
     registry.save(out)
     if json_out:

@@ -124,6 +124,12 @@ def load_cases(category: str, limit: int | None = None) -> list[Case]:
     return cases
 
 
+def all_function_cards() -> list[AtomCard]:
+    """Every BFCL function doc, multi-turn simulations included (`bigloop tools build
+    --bfcl`, through this package's entry point)."""
+    return function_cards(multi_turn=True)
+
+
 def function_cards(*, multi_turn: bool = False) -> list[AtomCard]:
     """Every distinct BFCL function doc (one per name and description) as a tool card,
     named `name#n`: BFCL reuses a name for functions with different parameters. The

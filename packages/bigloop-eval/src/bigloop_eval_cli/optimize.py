@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from bigloop import report
-from bigloop.cli.options import JsonOpt, need_benchmarks
+from bigloop.cli.options import JsonOpt
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -190,7 +190,6 @@ def optimize(
     if ctx.invoked_subcommand is not None:
         return
     category = ",".join(categories) if categories else None
-    need_benchmarks()
     from bigloop_eval.benches import SuiteBench, build_bench
 
     from bigloop.atoms.models.spec import ModelSpec
