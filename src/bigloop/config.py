@@ -82,108 +82,175 @@ class Demo(BaseModel):
 class LoopConfig(BaseModel):
     """A loop as data, JSON-serialisable.
 
-    Attributes:
-        model: "embedded", an installable model's short name ("coder-1.5b"), a .gguf
-            path, or a server's model name with `base_url`.
-        adapter: a GGUF LoRA file applied over the local `model` (`bigloop optimize
-            --step finetune` trains one); None: the model as shipped.
-        adapter_sha256: the adapter's sha256; a file that no longer matches is refused.
-        escalate: a stronger local model ("coder-1.5b", a .gguf path) that takes a model
-            turn over when `model`'s reply has invalid calls, values nobody said, or an
-            answer before any tool ran (`CascadeModel` with `grounded_reply`); None: no
-            escalation.
-        escalate_when: which of `model`'s turns `escalate` takes over: "ungrounded" (the
-            default: invalid calls, values nobody said, an answer before any tool ran) or
-            "unsure" (invalid calls, or the reply's own `confidence` under
-            `escalate_threshold`: `ConfidenceVerifier`, no extra model call).
-        escalate_threshold: the confidence under which "unsure" escalates a turn.
-        vote: replies per model turn; above 1 the most common of them is kept (the first
-            greedy, the rest sampled: `routing.vote.VoteModel`, self-consistency).
-        base_url: an OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1".
-        tools: names of built-in tools; None offers `builtin.default_tools()`.
-        files: let the loop read the files under this folder.
-        db: let the loop query this SQLite file (read-only).
-        python: let the loop run Python code in a sandboxed subprocess (`run_python`,
-            see `bigloop.atoms.builtin.python_sandbox`).
-        tools_dir: a library of made tools (`bigloop tools make`, `bigloop.atoms.made`):
-            its current tools are offered, each call run in the Python sandbox.
-        a2a: URLs of A2A agents, each offered as a tool (`bigloop.atoms.a2a_client`).
-        a2a_timeout_s: the most one call to an A2A agent may take.
-        mcp: MCP servers whose tools are offered, each a command line run over stdio
-            ("mcp-server-time") or a streamable HTTP URL (`bigloop.atoms.mcp_client`).
-        mcp_timeout_s: the most one call to an MCP server's tool may take.
-        planner: "react", "graph", "search", "auto" or "code" (see `Loop`).
-        clarify: when to ask the user instead of guessing an argument: "off",
-            "missing" (the default: a required argument is absent, or the model insists on
-            the docs' example) or "ungrounded" (also: its value appears nowhere in the
-            conversation; it also catches invented values, and refuses right values the
-            model knows or computes: chosen by measurement, bench/results/do_no_harm/).
-        off: names of the loop's default policies to switch off.
-        tool_fits: the opt-in `tool_fits` check (`bigloop.policies.tool_fits`): the model's
-            own yes/no on whether the tool it called does what a fresh request asks.
-            Off by default: it refused `read_file` for "the secret code in notes.txt"
-            (P(yes) 0.42); on BFCL it took irrelevance 54 → 65 at no loss on the call
-            categories (`bench/results/tool_fits/`).
-        top_k: offer the model only the k tools most relevant to the task; None offers all.
-        system: a system prompt placed before bigloop's own instructions.
-        demos: demonstrations shown after `system` (`instructions()` renders both).
-        tool_docs: tool name -> a description that replaces the tool's own (tools not
-            offered are ignored); `bigloop optimize` rewrites them from mistakes.
-        provenance: how this config was made (`bigloop optimize` records its data,
-            seed, base config and every accepted change); not used by the loop.
-        temperature: the model's sampling temperature.
-        max_tokens_per_turn: completion tokens allowed per model turn.
-        max_steps: model turns allowed.
-        max_repairs: invalid replies and calls sent back to the model for correction.
-        max_seconds: wall time of the run.
-        max_tokens: prompt + completion tokens of the run.
-        max_cost: cost of the run, from the atoms' cards.
-        max_step_seconds: wall time of one model turn.
-        max_calls_per_turn: calls made from one model turn; the model is told that the
-            rest were not made.
-        trace_db: where `bigloop run` and `bigloop serve` trace runs: a SQLite file or a
-            `postgresql://` URL shared by many processes and hosts (`docs/scaling.md`);
-            None: `--trace-db`, else $BIGLOOP_TRACE_DB, else the user's traces.db.
+    Each field's `description` says what it does; the command line's options for these
+    fields (`bigloop run`, `serve mcp`, `serve a2a`, `eval`) are generated from them
+    (`bigloop.cli.config_options`), so the help, the defaults and the checks are these.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = "embedded"
-    base_url: str | None = None
-    adapter: str | None = None
-    adapter_sha256: str | None = None
-    escalate: str | None = None
-    escalate_when: EscalateWhen = "ungrounded"
-    escalate_threshold: float = Field(default=0.6, ge=0, le=1)
-    vote: int = Field(default=1, ge=1, le=9)
-    tool_fits: bool = False
-    tools: list[str] | None = None
-    files: str | None = None
-    db: str | None = None
-    python: bool = False
-    tools_dir: str | None = None
-    a2a: list[str] = Field(default_factory=list)
-    a2a_timeout_s: float = Field(default=300.0, gt=0)
-    mcp: list[str] = Field(default_factory=list)
-    mcp_timeout_s: float = Field(default=60.0, gt=0)
-    planner: Planner = "auto"
-    clarify: ClarifyWhen = "missing"
-    off: list[str] = Field(default_factory=list)
-    top_k: int | None = Field(default=None, ge=1)
-    system: str | None = None
-    demos: list[Demo] = Field(default_factory=list)
-    tool_docs: dict[str, str] = Field(default_factory=dict)
-    provenance: dict[str, Any] | None = None
-    temperature: float = Field(default=0.0, ge=0.0)
-    max_tokens_per_turn: int = Field(default=512, ge=1)
-    max_steps: int = Field(default=8, ge=1)
-    max_repairs: int = Field(default=3, ge=0)
-    max_seconds: float | None = Field(default=None, gt=0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_cost: float | None = Field(default=None, ge=0)
-    max_step_seconds: float | None = Field(default=None, gt=0)
-    max_calls_per_turn: int = Field(default=16, ge=1)
-    trace_db: str | None = None
+    model: str = Field(
+        default="embedded",
+        description="'embedded' (default), an installable model (coder-1.5b), a .gguf path, "
+        "or a server's model name together with --base-url.",
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.",
+    )
+    adapter: str | None = Field(
+        default=None,
+        description="A GGUF LoRA adapter applied over the local model (`bigloop optimize "
+        "--step finetune` trains one); none: the model as shipped.",
+    )
+    adapter_sha256: str | None = Field(
+        default=None,
+        description="The adapter's sha256; a file that no longer matches is refused.",
+    )
+    escalate: str | None = Field(
+        default=None,
+        description="A stronger local model (e.g. coder-1.5b) that takes a turn over when the "
+        "model's reply has invalid calls, values nobody said, or an answer before any tool "
+        "ran (cheap/strong cascade, `CascadeModel`; escalate_when says which turns).",
+    )
+    escalate_when: EscalateWhen = Field(
+        default="ungrounded",
+        description="Which turns escalate takes over: ungrounded (default: invalid calls, "
+        "values nobody said, an answer before any tool ran) or unsure (invalid calls, or "
+        "the model's own confidence under escalate_threshold; no extra model call).",
+    )
+    escalate_threshold: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="The confidence under which escalate_when unsure escalates a turn.",
+    )
+    vote: int = Field(
+        default=1,
+        ge=1,
+        le=9,
+        description="Replies per model turn; above 1 the most common is kept (the first "
+        "greedy, the rest sampled: self-consistency, `routing.vote.VoteModel`).",
+    )
+    tool_fits: bool = Field(
+        default=False,
+        description="The opt-in tool_fits check (`bigloop.policies.tool_fits`): the model's "
+        "own yes/no on whether the tool it called does what a fresh request asks. Off by "
+        "default: it refused read_file for 'the secret code in notes.txt' (P(yes) 0.42); on "
+        "BFCL it took irrelevance 54 -> 65 at no loss on the call categories "
+        "(bench/results/tool_fits/).",
+    )
+    tools: list[str] | None = Field(
+        default=None,
+        description="Built-in tools to offer (default: calculator, days_between, add_days, "
+        "weekday, today, convert_units).",
+    )
+    files: str | None = Field(
+        default=None, description="Let the loop read files under this folder."
+    )
+    db: str | None = Field(
+        default=None, description="Let the loop query this SQLite file (read-only)."
+    )
+    python: bool = Field(
+        default=False,
+        description="Let the loop run Python code (the run_python tool) in a sandboxed "
+        "subprocess: no network, a temporary folder, CPU, memory and output limits.",
+    )
+    tools_dir: str | None = Field(
+        default=None,
+        description="Also offer the made tools of this library (`bigloop tools make`); their "
+        "calls run in the Python sandbox.",
+    )
+    a2a: list[str] = Field(
+        default_factory=list,
+        description="Offer the A2A agent at this URL (e.g. one `bigloop serve a2a` runs) as a "
+        "tool, named and described by its agent card (needs the 'a2a' extra).",
+    )
+    a2a_timeout_s: float = Field(
+        default=300.0, gt=0, description="The most one call to an A2A agent may take."
+    )
+    mcp: list[str] = Field(
+        default_factory=list,
+        description="Offer the tools of this MCP server: a command line run over stdio "
+        "('mcp-server-time') or a streamable HTTP URL (needs the 'mcp' extra).",
+    )
+    mcp_timeout_s: float = Field(
+        default=60.0, gt=0, description="The most one call to an MCP server's tool may take."
+    )
+    planner: Planner = Field(
+        default="auto",
+        description="react: a model turn per step; graph: plan every call at once and run "
+        "independent calls concurrently; search: tree search over candidate calls; auto "
+        "(default): graph when the task lists several items, else react; code: the model "
+        "writes one Python program that calls the tools (run in the sandbox).",
+    )
+    clarify: ClarifyWhen = Field(
+        default="missing",
+        description="When to ask the user instead of guessing an argument: off, missing "
+        "(default: a required argument is absent, or the model insists on the docs' "
+        "example), ungrounded (also: its value appears nowhere in the conversation; it "
+        "catches invented values but refuses right values the model knows or computes, "
+        "bench/results/do_no_harm/).",
+    )
+    off: list[str] = Field(
+        default_factory=list,
+        description="Switch off one of the loop's default policies, e.g. clarify or "
+        "rank_tools (a wrong name lists them all; `bigloop policies` lists them).",
+    )
+    top_k: int | None = Field(
+        default=None,
+        ge=1,
+        description="Offer the model only the K tools most relevant to the task (default: all).",
+    )
+    system: str | None = Field(
+        default=None, description="A system prompt placed before bigloop's own instructions."
+    )
+    demos: list[Demo] = Field(
+        default_factory=list,
+        description="Demonstrations shown after system (`instructions()` renders both).",
+    )
+    tool_docs: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tool name -> a description that replaces the tool's own (tools not "
+        "offered are ignored); `bigloop optimize` rewrites them from mistakes.",
+    )
+    provenance: dict[str, Any] | None = Field(
+        default=None,
+        description="How this config was made (`bigloop optimize` records its data, seed, "
+        "base config and every accepted change); not used by the loop.",
+    )
+    temperature: float = Field(default=0.0, ge=0.0, description="The model's sampling temperature.")
+    max_tokens_per_turn: int = Field(
+        default=512, ge=1, description="Completion tokens allowed per model turn."
+    )
+    max_steps: int = Field(default=8, ge=1, description="Model turns allowed.")
+    max_repairs: int = Field(
+        default=3,
+        ge=0,
+        description="Invalid replies and calls sent back to the model for correction.",
+    )
+    max_seconds: float | None = Field(default=None, gt=0, description="Wall time of the run.")
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="Prompt + completion tokens of the run."
+    )
+    max_cost: float | None = Field(
+        default=None, ge=0, description="Cost of the run, from the atoms' cards."
+    )
+    max_step_seconds: float | None = Field(
+        default=None, gt=0, description="Wall time of one model turn."
+    )
+    max_calls_per_turn: int = Field(
+        default=16,
+        ge=1,
+        description="Calls made from one model turn; the model is told that the rest were "
+        "not made.",
+    )
+    trace_db: str | None = Field(
+        default=None,
+        description="The trace store runs are recorded in: a SQLite file, or a postgresql:// "
+        "URL shared by many processes and hosts (docs/scaling.md). Default: "
+        "$BIGLOOP_TRACE_DB, else traces.db in the user data folder ($BIGLOOP_HOME).",
+    )
 
     @field_validator("planner", "clarify", "escalate_when", mode="before")
     @classmethod

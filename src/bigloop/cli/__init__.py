@@ -13,12 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from bigloop import report
+from bigloop.cli.config_options import config_options
 from bigloop.cli.options import (
     BENCHMARKS_MISSING,
-    BaseUrlOpt,
     JsonOpt,
-    McpOpt,
-    OffOpt,
     PortOpt,
     TokenOpt,
     TraceDbOpt,
@@ -124,7 +122,34 @@ def main() -> None:
         sys.exit(2)
 
 
+RUN_FIELDS = (
+    "model",
+    "base_url",
+    "adapter",
+    "escalate",
+    "escalate_when",
+    "escalate_threshold",
+    "vote",
+    "tools",
+    "files",
+    "db",
+    "python",
+    "tools_dir",
+    "a2a",
+    "mcp",
+    "planner",
+    "clarify",
+    "off",
+    "top_k",
+    "max_steps",
+    "max_seconds",
+    "max_tokens",
+)
+"""The `LoopConfig` fields `bigloop run` takes as options (`config_options`)."""
+
+
 @app.command()
+@config_options(*RUN_FIELDS)
 def run(
     task: Annotated[str, typer.Argument(help="What to do, in plain words.")],
     config_file: Annotated[
@@ -135,137 +160,8 @@ def run(
             "command line override its values.",
         ),
     ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            "-m",
-            help="'embedded' (default), an installable model (coder-1.5b), a .gguf path, "
-            "or a server's model name together with --base-url.",
-        ),
-    ] = None,
-    base_url: BaseUrlOpt = None,
-    adapter: Annotated[
-        Path | None,
-        typer.Option(
-            "--adapter",
-            help="A GGUF LoRA adapter applied over the local model (`bigloop optimize "
-            "--step finetune` trains one).",
-        ),
-    ] = None,
-    escalate: Annotated[
-        str | None,
-        typer.Option(
-            "--escalate",
-            help="A stronger local model (e.g. coder-1.5b) that takes a turn over when the "
-            "model's reply has invalid calls, values nobody said, or an answer before any "
-            "tool ran (cheap/strong cascade; --escalate-when says which turns).",
-        ),
-    ] = None,
-    escalate_when: Annotated[
-        str | None,
-        typer.Option(
-            "--escalate-when",
-            help="Which turns --escalate takes over: ungrounded (default: invalid calls, "
-            "values nobody said, an answer before any tool ran) or unsure (invalid calls, "
-            "or the model's own confidence under --escalate-threshold).",
-        ),
-    ] = None,
-    escalate_threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--escalate-threshold",
-            min=0.0,
-            max=1.0,
-            help="The confidence under which --escalate-when unsure escalates (default 0.6).",
-        ),
-    ] = None,
-    vote: Annotated[
-        int | None,
-        typer.Option(
-            "--vote",
-            min=1,
-            max=9,
-            help="Replies per model turn; above 1 the most common is kept (the first "
-            "greedy, the rest sampled: self-consistency). Default 1.",
-        ),
-    ] = None,
-    tools: Annotated[
-        str | None,
-        typer.Option(
-            "--tools",
-            help="Comma-separated built-in tools (default: calculator, "
-            "dates, units). Names: " + "calculator, days_between, add_days, weekday, "
-            "today, convert_units.",
-        ),
-    ] = None,
-    files: Annotated[
-        Path | None, typer.Option("--files", help="Let the loop read files under this folder.")
-    ] = None,
-    db: Annotated[
-        Path | None, typer.Option("--db", help="Let the loop query this SQLite file (read-only).")
-    ] = None,
-    python: Annotated[
-        bool,
-        typer.Option(
-            "--python",
-            help="Let the loop run Python code (the run_python tool) in a sandboxed "
-            "subprocess: no network, a temporary folder, CPU, memory and output limits.",
-        ),
-    ] = False,
-    tools_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--tools-dir",
-            help="Also offer the made tools of this library (`bigloop tools make`); their "
-            "calls run in the Python sandbox.",
-        ),
-    ] = None,
-    a2a: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--a2a",
-            help="Offer the A2A agent at this URL (e.g. one `bigloop serve a2a` runs) as a "
-            "tool, named and described by its agent card (repeatable; needs the 'a2a' extra).",
-        ),
-    ] = None,
-    mcp: McpOpt = None,
-    planner: Annotated[
-        str | None,
-        typer.Option(
-            "--planner",
-            "-p",
-            help="react: a model turn per step; graph: plan every call at once and run "
-            "independent calls concurrently; search: tree search over candidate calls; "
-            "auto (default): graph when the task lists several items, else react; code: "
-            "the model writes one Python program that calls the tools (run in the sandbox).",
-        ),
-    ] = None,
-    clarify: Annotated[
-        str | None,
-        typer.Option(
-            "--clarify",
-            help="When to ask you instead of guessing an argument: off, missing (default: a "
-            "required argument is absent), ungrounded (also: its value appears nowhere in "
-            "the conversation).",
-        ),
-    ] = None,
-    off: OffOpt = None,
-    top_k: Annotated[
-        int | None,
-        typer.Option(
-            "--top-k", min=1, help="Offer the model only the K tools most relevant to the task."
-        ),
-    ] = None,
-    max_steps: Annotated[
-        int | None, typer.Option("--max-steps", min=1, help="Model turns allowed (default: 8).")
-    ] = None,
-    max_seconds: Annotated[
-        float | None, typer.Option("--max-seconds", help="Wall-time budget of the run.")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", help="Token budget of the run.")
-    ] = None,
+    *,
+    given: dict[str, Any],
     save_config: Annotated[
         Path | None,
         typer.Option(
@@ -291,29 +187,6 @@ def run(
     """
     from bigloop.config import LoopConfig
 
-    given = {
-        "model": model,
-        "base_url": base_url,
-        "adapter": str(adapter.resolve()) if adapter else None,
-        "escalate": escalate,
-        "escalate_when": escalate_when,
-        "escalate_threshold": escalate_threshold,
-        "vote": vote,
-        "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
-        "files": str(files) if files else None,
-        "db": str(db) if db else None,
-        "python": python or None,
-        "tools_dir": str(tools_dir) if tools_dir else None,
-        "a2a": a2a or None,
-        "mcp": mcp or None,
-        "planner": planner,
-        "clarify": clarify,
-        "off": off or None,
-        "top_k": top_k,
-        "max_steps": max_steps,
-        "max_seconds": max_seconds,
-        "max_tokens": max_tokens,
-    }
     base = LoopConfig.load(config_file) if config_file else LoopConfig()
     config = LoopConfig.from_data(
         base.model_dump() | {k: v for k, v in given.items() if v is not None},

@@ -8,47 +8,16 @@ from typing import Annotated, Any
 
 import typer
 
-ModelOpt = Annotated[
-    str,
-    typer.Option(
-        "--model",
-        "-m",
-        help="'embedded' (default), an installable model (coder-1.5b), a .gguf path, "
-        "or a server's model name together with --base-url.",
-    ),
-]
+from bigloop.config import LoopConfig
+
 BaseUrlOpt = Annotated[
     str | None,
-    typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
+    typer.Option("--base-url", help=LoopConfig.model_fields["base_url"].description),
 ]
 TraceDbOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--trace-db",
-        help="Trace file, or a postgresql:// URL (default: $BIGLOOP_TRACE_DB, else "
-        "traces.db in the user data folder or $BIGLOOP_HOME).",
-    ),
+    typer.Option("--trace-db", help=LoopConfig.model_fields["trace_db"].description),
 ]
-McpOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--mcp",
-        help="Offer the tools of this MCP server: a command line run over stdio "
-        '(e.g. "mcp-server-time") or a streamable HTTP URL (e.g. http://127.0.0.1:8765/mcp). '
-        "Repeatable; needs the 'mcp' extra.",
-    ),
-]
-
-OffOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--off",
-        help="Switch off one of the loop's default policies, e.g. clarify or rank_tools "
-        "(repeatable; a wrong name lists them all; `bigloop policies` lists them).",
-    ),
-]
-
-
 BENCHMARKS_MISSING = (
     "This command runs bigloop's benchmarks, which are a separate package: pip install "
     "bigloop-eval (in a checkout: pip install -e packages/bigloop-eval; `make setup` does it)."

@@ -9,12 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from bigloop.cli.config_options import config_options
 from bigloop.cli.options import (
-    BaseUrlOpt,
     HostOpt,
-    McpOpt,
-    ModelOpt,
-    OffOpt,
     PortOpt,
     TokenOpt,
     TraceDbOpt,
@@ -29,15 +26,6 @@ ConfigFileOpt = Annotated[
     Path | None,
     typer.Option("--config", help="A JSON file of loop settings (LoopConfig fields)."),
 ]
-ServedModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--model",
-        "-m",
-        help="'embedded' (default), a .gguf path, or a server's model name together "
-        "with --base-url.",
-    ),
-]
 
 
 def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path | None) -> Loop:
@@ -49,7 +37,7 @@ def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path
 
     base = LoopConfig.load(config_file) if config_file else LoopConfig()
     config = LoopConfig.from_data(
-        base.model_dump() | {k: v for k, v in given.items() if v is not None},
+        base.model_dump() | given,
         source="Command line",
     )
     if trace_db is None and config.trace_db:
@@ -58,14 +46,14 @@ def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path
 
 
 @serve_app.command("openai")
+@config_options("model", "base_url", "off")
 def serve_openai_command(
-    model: ModelOpt = "embedded",
-    base_url: BaseUrlOpt = None,
+    *,
+    given: dict[str, Any],
     host: HostOpt = "127.0.0.1",
     port: PortOpt = 8000,
-    off: OffOpt = None,
     token: TokenOpt = None,
-    trace_db: Annotated[
+    record_db: Annotated[
         str | None,
         typer.Option(
             "--trace-db",
@@ -93,18 +81,22 @@ def serve_openai_command(
     With --ray, N replicas (one model each) answer behind Ray Serve's proxy."""
     import os
 
+    from bigloop.config import LoopConfig
     from bigloop.parts import check_names
     from bigloop.protocols.guard import allowed_hosts_for, require_token
     from bigloop.protocols.openai_server import serve_openai
 
-    trace_db = trace_db or os.environ.get("BIGLOOP_TRACE_DB") or None
+    model = given.get("model", LoopConfig().model)
+    base_url = given.get("base_url")
+    trace_db = record_db or os.environ.get("BIGLOOP_TRACE_DB") or None
+    off = check_names(given.get("off", []))
     if ray is None:
         serve_openai(
             model,
             host=host,
             port=port,
             base_url=base_url,
-            off=check_names(off or []),
+            off=off,
             token=token,
             trace_db=trace_db,
         )
@@ -119,7 +111,7 @@ def serve_openai_command(
     spec = ReplicaSpec(
         model=model,
         base_url=base_url,
-        off=tuple(check_names(off or [])),
+        off=tuple(off),
         allowed_hosts=tuple(allowed_hosts_for(host)),
         token=token,
         trace_db=_absolute(trace_db),
@@ -138,20 +130,11 @@ def _absolute(trace_db: str | None) -> str | None:
 
 
 @serve_app.command("a2a")
+@config_options("model", "base_url", "tools", "a2a")
 def serve_a2a_command(
     config_file: ConfigFileOpt = None,
-    model: ServedModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    tools: Annotated[
-        str | None,
-        typer.Option(
-            "--tools", help="Comma-separated built-in tools (default: calculator, dates, units)."
-        ),
-    ] = None,
-    a2a: Annotated[
-        list[str] | None,
-        typer.Option("--a2a", help="Also offer the A2A agent at this URL as a tool (repeatable)."),
-    ] = None,
+    *,
+    given: dict[str, Any],
     name: Annotated[str, typer.Option("--name", help="The agent card's name.")] = "bigloop",
     description: Annotated[
         str | None,
@@ -183,32 +166,16 @@ def serve_a2a_command(
             f"`bigloop serve a2a` needs bigloop's 'a2a' extra ({e.name} is not installed): "
             "pip install 'a2a-sdk[http-server]' uvicorn"
         ) from None
-    given = {
-        "model": model,
-        "base_url": base_url,
-        "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
-        "a2a": a2a or None,
-    }
     loop = _served_loop(config_file, given, trace_db)
     serve_a2a(loop, host=host, port=port, url=url, name=name, description=description, token=token)
 
 
 @serve_app.command("mcp")
+@config_options("model", "base_url", "tools", "files", "db", "mcp")
 def serve_mcp_command(
     config_file: ConfigFileOpt = None,
-    model: ServedModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    tools: Annotated[
-        str | None,
-        typer.Option("--tools", help="Comma-separated built-in tools (default: the defaults)."),
-    ] = None,
-    files: Annotated[
-        Path | None, typer.Option("--files", help="Also serve reading the files under this folder.")
-    ] = None,
-    db: Annotated[
-        Path | None, typer.Option("--db", help="Also serve queries of this SQLite file.")
-    ] = None,
-    mcp: McpOpt = None,
+    *,
+    given: dict[str, Any],
     http: Annotated[
         str | None,
         typer.Option(
@@ -235,13 +202,5 @@ def serve_mcp_command(
             f"`bigloop serve mcp` needs bigloop's 'mcp' extra ({e.name} is not installed): "
             "pip install mcp uvicorn"
         ) from None
-    given = {
-        "model": model,
-        "base_url": base_url,
-        "tools": [n.strip() for n in tools.split(",")] if tools is not None else None,
-        "files": str(files) if files else None,
-        "db": str(db) if db else None,
-        "mcp": mcp or None,
-    }
     loop = _served_loop(config_file, given, trace_db)
     serve_mcp(loop, http=http, name=name, token=token)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from bigloop import report
-from bigloop.cli.options import BaseUrlOpt, JsonOpt, ModelOpt
+from bigloop.cli.config_options import config_options
+from bigloop.cli.options import JsonOpt
 
 if TYPE_CHECKING:
     from bigloop_eval.bfcl_results import CaseResult
@@ -23,6 +24,7 @@ eval_app = typer.Typer(help="Score models and loops on real benchmarks.", no_arg
 
 
 @eval_app.command("bfcl")
+@config_options("model", "base_url")
 def eval_bfcl(
     category: Annotated[
         list[str],
@@ -53,8 +55,8 @@ def eval_bfcl(
             "calls; counted as 'asked').",
         ),
     ] = False,
-    model: ModelOpt = "embedded",
-    base_url: BaseUrlOpt = None,
+    *,
+    given: dict[str, Any],
     workers: Annotated[
         int, typer.Option("--workers", min=1, help="Concurrent cases (useful for remote models).")
     ] = 1,
@@ -99,7 +101,8 @@ def eval_bfcl(
     loop_config = LoopConfig.load(config_path) if config_path else None
     # a config's adapter (from `bigloop optimize --step finetune`) goes with its model
     adapter = loop_config.checked_adapter() if loop_config else None
-    spec = ModelSpec(name=model, base_url=base_url, adapter=adapter)
+    model = given.get("model", LoopConfig().model)
+    spec = ModelSpec(name=model, base_url=given.get("base_url"), adapter=adapter)
     chosen = spec.build()
     looped = loop_config.escalating(chosen) if loop_config else chosen  # raw: never
     _check_escalate_local(loop_config, config_path, ray_address)
