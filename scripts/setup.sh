@@ -43,7 +43,9 @@ case "${1:-}" in
     ;;
 esac
 
-say() { echo "bigloop setup: $*" >&2; }
+# Each message says how long setup has run, so a slow phase shows in the log.
+START=$(date +%s)
+say() { echo "bigloop setup [$(($(date +%s) - START))s]: $*" >&2; }
 fail() {
   echo "bigloop setup: $*" >&2
   exit 1
