@@ -1,0 +1,114 @@
+"""The code planner's prompt, two variants side by side on BFCL in code mode (issue 44).
+
+On BFCL the code planner lost to the loop because the model computed the answer itself
+instead of calling the function (`wrong_count`: no call). The trial compares the current
+prompt with one that says to call a function that does what the request asks, and
+demonstrates a call, on a split of each category:
+
+    dev  = cases 20..39 (tuned on)     test = cases 0..19 (reported before, never tuned on)
+
+    .venv/bin/python bench/code_prompt_trial.py --split dev
+    .venv/bin/python bench/code_prompt_trial.py --split test --variants current,call-first
+
+Each variant's module-level prompt (`bigloop.planners.code.SYSTEM` / `EXAMPLE`) is set for
+its runs, through the real `Loop` and BFCL's checker (`bigloop_eval.bfcl.run_category`).
+Writes bench/results/bfcl_code/prompt_trial_<split>.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bigloop_eval.bfcl import load_any, run_category, summarize  # noqa: E402
+
+from bigloop.atoms.models.spec import ModelSpec  # noqa: E402
+from bigloop.planners import code  # noqa: E402
+
+OUT = ROOT / "bench" / "results" / "bfcl_code"
+SPLITS = {"dev": slice(20, 40), "test": slice(0, 20)}
+
+CALL_FIRST_SYSTEM = """You answer the user's request. You can run Python 3: reply with one \
+```python code block of a few plain lines (no new functions) that calls the functions \
+below and prints the value the request asks for; you will see what it printed. When a \
+function below does what the request asks, call it with the request's values: never \
+write its result yourself. Compute with Python (arithmetic, datetime for dates) only what \
+no function does, never in your head. When the printed output answers the request, reply \
+with the answer alone, in words, without code.
+
+Functions (call them with keyword arguments; a refused call raises ToolError):
+
+{functions}
+{context}
+{example}"""
+
+CALL_FIRST_EXAMPLE = """Examples (a request's functions may differ).
+Request: "A $120 jacket is 25% off. What do I pay?", no function for it. Reply:
+```python
+print(120 * (1 - 0.25))
+```
+Then, after "Your program printed: 90.0", the reply: $90.
+Request: "How warm is it in Oslo, in Fahrenheit?", with get_temperature(city). Reply:
+```python
+celsius = get_temperature(city="Oslo")
+print(celsius * 9 / 5 + 32)
+```"""
+
+VARIANTS = {
+    "current": (code.SYSTEM, code.EXAMPLE),
+    "call-first": (CALL_FIRST_SYSTEM, CALL_FIRST_EXAMPLE),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=sorted(SPLITS), default="dev")
+    parser.add_argument("--variants", default="current,call-first")
+    parser.add_argument("--categories", default="simple_python,multiple,parallel")
+    args = parser.parse_args()
+    model = ModelSpec().build()
+    rows: dict[str, dict[str, dict[str, object]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for variant in args.variants.split(","):
+            code.SYSTEM, code.EXAMPLE = VARIANTS[variant]
+            for category in args.categories.split(","):
+                cases = load_any(category)[SPLITS[args.split]]
+                path = Path(tmp) / variant / f"{category}.jsonl"
+                results = asyncio.run(run_category(cases, model, "code", path))
+                rows.setdefault(category, {})[variant] = summarize(results)
+                print(
+                    f"{variant} {category}: {rows[category][variant]['accuracy']}", file=sys.stderr
+                )
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    variants = args.variants.split(",")
+    lines = [
+        f"# Code planner prompt trial on BFCL, {args.split} split ({revision})",
+        "",
+        f"`.venv/bin/python bench/code_prompt_trial.py {' '.join(sys.argv[1:])}`: code mode, "
+        f"cases {SPLITS[args.split].start}..{SPLITS[args.split].stop - 1} of each category, "
+        "embedded model, BFCL's checker.",
+        "",
+        "| category | " + " | ".join(variants) + " | top errors (" + variants[-1] + ") |",
+        "|---" * (len(variants) + 2) + "|",
+    ]
+    for category, by in rows.items():
+        accs = [f"{by[v]['accuracy']:.0%}" for v in variants]
+        errors = by[variants[-1]].get("errors", {})
+        lines.append(f"| {category} | " + " | ".join(accs) + f" | {errors} |")
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"prompt_trial_{args.split}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
