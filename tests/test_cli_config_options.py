@@ -10,7 +10,7 @@ import pytest
 import typer
 
 from bigloop.cli import RUN_FIELDS, app
-from bigloop.cli.config_options import config_options
+from bigloop.cli_parts.config_options import config_options
 from bigloop.config import LoopConfig
 from tests.test_cli import UNREACHABLE, bigloop
 

@@ -84,7 +84,7 @@ class LoopConfig(BaseModel):
 
     Each field's `description` says what it does; the command line's options for these
     fields (`bigloop run`, `serve mcp`, `serve a2a`, `eval`) are generated from them
-    (`bigloop.cli.config_options`), so the help, the defaults and the checks are these.
+    (`bigloop.cli_parts.config_options`), so the help, the defaults and the checks are these.
     """
 
     model_config = ConfigDict(extra="forbid")

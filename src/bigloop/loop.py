@@ -230,10 +230,10 @@ class Loop:
             messages = _with_system(self.system, list(history))
         ctx = self._context(uuid.uuid4().hex[:12], task, messages)
         if self.store:
-            self.store.start_run(ctx.run_id, task, self.model.name, self._run_config())
+            self.store.start_run(ctx.transcript.run_id, task, self.model.name, self._run_config())
         if history and (asked := self._approval_waiting(history)) is not None:
-            ctx.messages[-1].answers = asked.text  # the task answers the loop's question
-            self._record(ctx, _answer_step(ctx, asked, task, ctx.messages[-1]), None)
+            ctx.transcript.messages[-1].answers = asked.text  # the task answers the loop's question
+            self._record(ctx, _answer_step(ctx, asked, task, ctx.transcript.messages[-1]), None)
             await self._make_approved(ctx, asked, task, on_step)
         return await self._drive(ctx, on_step)
 
@@ -285,13 +285,13 @@ class Loop:
         messages = [Message(role="system", content=self.system)] if self.system else []
         ctx = self._context(summary.run_id, summary.task, messages)
         ctx.replay(self.store.steps(summary.run_id))
-        ctx.cost = summary.cost or 0.0
-        ctx.intents = self.store.intents(summary.run_id)
+        ctx.meter.cost = summary.cost or 0.0
+        ctx.runner.intents = self.store.intents(summary.run_id)
         if summary.status == "input_required" and answer is not None:
-            asked = _waiting_question(ctx.steps, summary.question or summary.error or "")
+            asked = _waiting_question(ctx.transcript.steps, summary.question or summary.error or "")
             note = USER_ANSWERED.format(question=asked.text, answer=answer)
             message = Message(role="user", content=note, origin="user", answers=asked.text)
-            ctx.messages.append(message)
+            ctx.transcript.messages.append(message)
             self._record(ctx, _answer_step(ctx, asked, answer, message), None)
             await self._make_approved(ctx, asked, answer, on_step)
         return await self._drive(ctx, on_step)
@@ -305,13 +305,15 @@ class Loop:
         if question.kind != "approval" or question.call is None or not says_yes(answer):
             return
         asked = question.call
-        call = ToolCall(id=f"approved-{len(ctx.steps)}", name=asked.name, arguments=asked.arguments)
-        result = await ctx.call(call)
+        call = ToolCall(
+            id=f"approved-{len(ctx.transcript.steps)}", name=asked.name, arguments=asked.arguments
+        )
+        result = await ctx.runner.call(call)
         note = f"The user approved {call.name}; it was called and returned: {result.output}"
         if not result.ok:
             note = f"The user approved {call.name}, but the call failed: {result.output}"
-        ctx.messages.append(Message(role="user", content=note, origin="loop"))
-        self._record(ctx, ctx.tool_step(call, result.output, result), on_step)
+        ctx.transcript.messages.append(Message(role="user", content=note, origin="loop"))
+        self._record(ctx, ctx.runner.tool_step(call, result.output, result), on_step)
 
     def _finished(self, run_id: str) -> RunResult:
         """A run that already ended with an answer, as stored (resuming it does nothing)."""
@@ -320,7 +322,7 @@ class Loop:
         messages = [Message(role="system", content=self.system)] if self.system else []
         ctx = self._context(run_id, summary.task, messages)
         ctx.replay(self.store.steps(run_id))
-        ctx.cost = summary.cost or 0.0
+        ctx.meter.cost = summary.cost or 0.0
         ctx.answer = summary.answer
         return self._result(ctx, "ok", None)
 
@@ -416,7 +418,9 @@ class Loop:
             error = str(e)
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
             if self.store:
-                self.store.finish_run(ctx.run_id, "interrupted", None, "interrupted", cost=ctx.cost)
+                self.store.finish_run(
+                    ctx.transcript.run_id, "interrupted", None, "interrupted", cost=ctx.meter.cost
+                )
             raise
         except Exception as e:  # noqa: BLE001 - the top level: every run ends with a status
             error = failure_text(e)
@@ -432,10 +436,10 @@ class Loop:
     def _record(self, ctx: RunContext, step: Step, on_step: OnStep | None) -> None:
         # A planner may create a step before an earlier one is recorded (a streamed plan
         # whose calls finish first): its number is its place in the run, set here.
-        step.index = len(ctx.steps)
-        ctx.steps.append(step)
+        step.index = len(ctx.transcript.steps)
+        ctx.transcript.steps.append(step)
         if self.store:
-            self.store.add_step(step, cost=ctx.cost)
+            self.store.add_step(step, cost=ctx.meter.cost)
         if on_step:
             on_step(step)
 
@@ -443,21 +447,26 @@ class Loop:
         if self.store:
             stored_error = None if status == "input_required" else error
             self.store.finish_run(
-                ctx.run_id, status, ctx.answer, stored_error, cost=ctx.cost, question=ctx.question
+                ctx.transcript.run_id,
+                status,
+                ctx.answer,
+                stored_error,
+                cost=ctx.meter.cost,
+                question=ctx.question,
             )
-        ctx.usage.seconds = sum(s.seconds for s in ctx.steps if s.kind == "model")
+        ctx.meter.usage.seconds = sum(s.seconds for s in ctx.transcript.steps if s.kind == "model")
         return RunResult(
-            run_id=ctx.run_id,
-            task=ctx.task,
+            run_id=ctx.transcript.run_id,
+            task=ctx.transcript.task,
             status=status,
             answer=ctx.answer,
             error=error,
-            steps=ctx.steps,
-            usage=ctx.usage,
-            cost=ctx.cost,
-            messages=ctx.messages,
+            steps=ctx.transcript.steps,
+            usage=ctx.meter.usage,
+            cost=ctx.meter.cost,
+            messages=ctx.transcript.messages,
             question=ctx.question,
-            pending=_waiting_question(ctx.steps, ctx.question) if ctx.question else None,
+            pending=_waiting_question(ctx.transcript.steps, ctx.question) if ctx.question else None,
             planner=ctx.planner,
         )
 
@@ -476,8 +485,8 @@ class Loop:
 def _answer_step(ctx: RunContext, asked: Question, answer: str, message: Message) -> Step:
     """The user's answer to the loop's question, as the run's next step."""
     return Step(
-        run_id=ctx.run_id,
-        index=len(ctx.steps),
+        run_id=ctx.transcript.run_id,
+        index=len(ctx.transcript.steps),
         kind="ask",
         name="user",
         input={"question": asked.text},

@@ -28,7 +28,7 @@ from bigloop.atoms.models.base import ToolSpec
 from bigloop.atoms.tool import Tool
 from bigloop.policies.select import terms
 from bigloop.runtime.call import CallResult
-from bigloop.runtime.context import RunContext
+from bigloop.runtime.runner import CallRunner
 
 SearchMode = Literal["hybrid", "bm25", "dense"]
 RRF_K = 60
@@ -280,13 +280,13 @@ class RegistrySearch:
         chosen = [by_name[h.card.name] for h in hits if h.card.name in by_name]
         return [*chosen, *([by_name[FIND_TOOLS]] if FIND_TOOLS in by_name else [])]
 
-    def after_call(self, ctx: RunContext, result: CallResult) -> None:
+    def after_call(self, runner: CallRunner, result: CallResult) -> None:
         """Offer the tools `find_tools` found (before `find_tools` itself)."""
         if not result.ok or result.call.name != FIND_TOOLS:
             return
-        offered = {s.name for s in ctx.specs}
+        offered = {s.name for s in runner.specs}
         for line in result.output.splitlines():
             name = line.split(":", 1)[0].strip("- ").strip()
-            if name in ctx.catalog and name not in offered:
-                ctx.specs.insert(len(ctx.specs) - 1, ctx.catalog[name])
+            if name in runner.catalog and name not in offered:
+                runner.specs.insert(len(runner.specs) - 1, runner.catalog[name])
                 offered.add(name)

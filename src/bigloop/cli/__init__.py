@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from bigloop import report
-from bigloop.cli.config_options import config_options
-from bigloop.cli.options import (
+from bigloop.cli.serve import serve_app
+from bigloop.cli.tools import tools_app
+from bigloop.cli_parts.config_options import config_options
+from bigloop.cli_parts.options import (
     BENCHMARKS_MISSING,
     JsonOpt,
     PortOpt,
@@ -22,8 +24,6 @@ from bigloop.cli.options import (
     TraceDbOpt,
     plugins,
 )
-from bigloop.cli.serve import serve_app
-from bigloop.cli.tools import tools_app
 
 if TYPE_CHECKING:
     from bigloop.config import LoopConfig

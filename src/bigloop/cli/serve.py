@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from bigloop.cli.config_options import config_options
-from bigloop.cli.options import (
+from bigloop.cli_parts.config_options import config_options
+from bigloop.cli_parts.options import (
     HostOpt,
     PortOpt,
     TokenOpt,

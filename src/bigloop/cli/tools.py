@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from bigloop import report
-from bigloop.cli.options import BaseUrlOpt, JsonOpt, TraceDbOpt, need_plugin
+from bigloop.cli_parts.options import BaseUrlOpt, JsonOpt, TraceDbOpt, need_plugin
 
 tools_app = typer.Typer(help="The tool registry: list, search, build.", no_args_is_help=True)
 

@@ -37,6 +37,6 @@ class AutoPlanner:
         return self.many if self.items(task) else self.one
 
     def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
-        chosen = self.choose(ctx.task)
+        chosen = self.choose(ctx.transcript.task)
         ctx.planner = chosen.name
         return chosen.steps(ctx)

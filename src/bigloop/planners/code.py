@@ -157,7 +157,7 @@ class CodePlanner:
         limits = self.limits or SandboxLimits(wall_s=30, max_output_chars=4000)
         settings = replace(ctx.settings, free_text=True, max_tokens=768)
         made: list[tuple[ToolCall, CallResult | InputRequired]] = []
-        bridge = Bridge(tools=ctx.specs, call=_caller(ctx, made), max_calls=self.max_calls)
+        bridge = Bridge(tools=ctx.runner.specs, call=_caller(ctx, made), max_calls=self.max_calls)
         functions = program_stubs(bridge) or "(none)"
         returns: list[str] = []
         if self.context:
@@ -166,12 +166,12 @@ class CodePlanner:
         context = CONTEXT.format(returns="\n".join(returns)) if returns else ""
         system = SYSTEM.format(functions=functions, context=context, example=EXAMPLE)
         rules = self.rules.fresh()
-        first = len(ctx.steps)  # the context calls are no results of this run's programs
+        first = len(ctx.transcript.steps)  # the context calls are no results of this run's programs
         while True:
-            ctx.check_budget()
-            response = await ctx.model_turn(_with_system(system, ctx.messages), settings)
+            ctx.meter.check()
+            response = await ctx.model_turn(_with_system(system, ctx.transcript.messages), settings)
             reply = response.as_message()
-            ctx.messages.append(reply)
+            ctx.transcript.messages.append(reply)
             yield ctx.model_step(response, reply)
             kind, text = _read(response.text)
             if kind == "program" and (again := _ran_before(ctx, text)) is not None:
@@ -214,7 +214,7 @@ class CodePlanner:
         started = time.time()
         try:
             printed = (await run_sandboxed(code, limits, bridge=bridge)).strip()
-            observation = OBSERVED.format(output=printed or NOTHING, task=ctx.task)
+            observation = OBSERVED.format(output=printed or NOTHING, task=ctx.transcript.task)
             error: StepError | None = None
         except SandboxStopped as stopped:
             printed = str(stopped)[-1500:]
@@ -223,18 +223,20 @@ class CodePlanner:
             if isinstance(result, InputRequired):
                 waiting = f"Not called: waiting for the user's answer to: {result.question}"
                 asked = result.record if isinstance(result.record, Question) else None
-                yield ctx.tool_step(
+                yield ctx.runner.tool_step(
                     call, waiting, None, kind="ask", error="unanswered", question=asked
                 )
-                ctx.messages.append(
+                ctx.transcript.messages.append(
                     Message(role="assistant", content=result.question, origin="loop")
                 )
                 raise result
-            yield replace(ctx.tool_step(call, result.output, result), message=None)
-        program = ToolCall(id=f"program-{len(ctx.steps)}", name=PROGRAM, arguments={"code": code})
-        step = ctx.tool_step(program, printed, None, error=error)
+            yield replace(ctx.runner.tool_step(call, result.output, result), message=None)
+        program = ToolCall(
+            id=f"program-{len(ctx.transcript.steps)}", name=PROGRAM, arguments={"code": code}
+        )
+        step = ctx.runner.tool_step(program, printed, None, error=error)
         yield replace(step, message=None, started_at=started, seconds=time.time() - started)
-        ctx.messages.append(Message(role="user", content=observation, origin="loop"))
+        ctx.transcript.messages.append(Message(role="user", content=observation, origin="loop"))
 
 
 def _caller(
@@ -244,10 +246,10 @@ def _caller(
 
     async def call(name: str, arguments: dict[str, Any]) -> BridgeReply:
         tool_call = ToolCall(
-            id=f"code-{len(ctx.steps)}-{len(made)}", name=name, arguments=arguments
+            id=f"code-{len(ctx.transcript.steps)}-{len(made)}", name=name, arguments=arguments
         )
         try:
-            result = await ctx.call(tool_call)
+            result = await ctx.runner.call(tool_call)
         except InputRequired as asked:
             made.append((tool_call, asked))
             return BridgeReply(
@@ -314,7 +316,7 @@ async def _sent_back(ctx: RunContext, verdict: Verdict) -> AsyncIterator[Step]:
 def _ran_before(ctx: RunContext, code: str) -> str | None:
     """What the same program printed when it last ran in this run (None: it has not run,
     or it stopped with an error)."""
-    for step in reversed(ctx.steps):
+    for step in reversed(ctx.transcript.steps):
         if step.kind == "tool" and step.name == PROGRAM and isinstance(step.input, dict):
             if step.input.get("code", "").strip() == code.strip() and step.error is None:
                 return str(step.output)
@@ -329,12 +331,12 @@ async def _context(ctx: RunContext, returns: list[str]) -> AsyncIterator[Step]:
     """Call each offered read-only tool that takes no arguments, once (`CONTEXT`): each
     call is a step; its result, cut at `_CONTEXT_CHARS`, is added to `returns`. A run
     resumed after them makes no call again (the loop's identical-call rule)."""
-    for spec in ctx.specs:
+    for spec in ctx.runner.specs:
         if spec.effect != "read" or spec.parameters.get("properties"):
             continue
         call = ToolCall(id=f"context-{spec.name}", name=spec.name, arguments={})
-        result = await ctx.call(call)
-        yield replace(ctx.tool_step(call, result.output, result), message=None)
+        result = await ctx.runner.call(call)
+        yield replace(ctx.runner.tool_step(call, result.output, result), message=None)
         if result.ok:
             text = str(result.output)
             cut = text[:_CONTEXT_CHARS] + (" …" if len(text) > _CONTEXT_CHARS else "")

@@ -181,14 +181,14 @@ class GraphPlanner:
             if g.unfinished:
                 async for step in self._execute(ctx, g):
                     yield step
-            ctx.check_budget()
-            planning = not g.steps and bool(ctx.specs)
-            trouble = bool(g.troubled(ctx.writes)) or g.sent_back
-            replan = trouble and g.replans < self.max_replans and bool(ctx.specs)
+            ctx.meter.check()
+            planning = not g.steps and bool(ctx.runner.specs)
+            trouble = bool(g.troubled(ctx.runner.writes)) or g.sent_back
+            replan = trouble and g.replans < self.max_replans and bool(ctx.runner.specs)
             messages = self._prompt(ctx, g, planning=planning, replan=replan)
-            items = self.items(ctx.task) if planning and self.items else []
+            items = self.items(ctx.transcript.task) if planning and self.items else []
             min_steps = min(len(items), self.max_plan_steps) or 1
-            schema = plan_schema(ctx.specs, allow_answer=not planning, min_steps=min_steps)
+            schema = plan_schema(ctx.runner.specs, allow_answer=not planning, min_steps=min_steps)
             if not (planning or replan):
                 schema = {
                     "type": "object",
@@ -206,10 +206,12 @@ class GraphPlanner:
             reply = Message(role="assistant", content=response.text, name=role)
             yield ctx.model_step(response, reply, role=role)
             try:
-                parsed = parse_plan(response.text, ctx.catalog, first_id=g.next_id, done=g.outputs)
+                parsed = parse_plan(
+                    response.text, ctx.runner.catalog, first_id=g.next_id, done=g.outputs
+                )
             except InvalidPlan as e:
                 g.note, g.last_reply = str(e), response.text
-                ctx.count_repair(str(e))
+                ctx.meter.count_repair(str(e))
                 continue
             g.note, g.sent_back = None, False
             if isinstance(parsed, str):
@@ -232,17 +234,17 @@ class GraphPlanner:
         """The planner's conversation. The joiner continues it (plan, then a user turn with
         the results) instead of starting a new one, so a local model reuses the cached
         prompt and pays only for the results."""
-        system = PLAN_SYSTEM.format(tools=describe_tools(ctx.specs))
-        if ctx.system:
-            system = f"{ctx.system}\n\n{system}"
+        system = PLAN_SYSTEM.format(tools=describe_tools(ctx.runner.specs))
+        if ctx.transcript.system:
+            system = f"{ctx.transcript.system}\n\n{system}"
         messages = [Message(role="system", content=system)]
         messages += _earlier_turns(ctx)
-        messages.append(Message(role="user", content=ctx.task))
+        messages.append(Message(role="user", content=ctx.transcript.task))
         if not planning:
             if g.plan_text:
                 messages.append(Message(role="assistant", content=g.plan_text))
             results = _render_results(g)
-            turn = (REPLAN if replan else JOIN).format(results=results, task=ctx.task)
+            turn = (REPLAN if replan else JOIN).format(results=results, task=ctx.transcript.task)
             messages.append(Message(role="user", content=turn))
         if g.note:
             messages.append(Message(role="assistant", content=g.last_reply))
@@ -303,7 +305,7 @@ class GraphPlanner:
             if failed := sorted(step.deps & g.failed):
                 refs = ", ".join(f"${n}" for n in failed)
                 skipped.append(self._record(ctx, g, step, _skipped(step, refs)))
-            elif (step.deps | _order_deps(ctx.writes, g, step)) <= set(g.outputs):
+            elif (step.deps | _order_deps(ctx.runner.writes, g, step)) <= set(g.outputs):
                 running[asyncio.ensure_future(self._run_step(ctx, g, step))] = step
         return skipped
 
@@ -336,7 +338,10 @@ class GraphPlanner:
                     sid = g.next_id
                     try:
                         plan = parse_plan(
-                            json.dumps({"steps": [raw]}), ctx.catalog, first_id=sid, done=g.steps
+                            json.dumps({"steps": [raw]}),
+                            ctx.runner.catalog,
+                            first_id=sid,
+                            done=g.steps,
                         )
                     except InvalidPlan as e:
                         skipped.append(str(e))
@@ -358,13 +363,13 @@ class GraphPlanner:
         if not accepted:
             g.last_reply = reader.text
             g.note = "The plan had no step that can run. " + " ".join(skipped)
-            ctx.count_repair(g.note)
+            ctx.meter.count_repair(g.note)
 
     async def _run_step(self, ctx: RunContext, g: GraphState, step: PlanStep) -> CallResult:
         arguments = resolve_refs(step.arguments, g.outputs)
         call = ToolCall(id=f"${step.id}", name=step.tool, arguments=arguments)
         g.calls[step.id] = call
-        return await ctx.call(call)
+        return await ctx.runner.call(call)
 
     def _record(self, ctx: RunContext, g: GraphState, step: PlanStep, result: CallResult) -> Step:
         g.outputs[step.id] = result.output
@@ -374,8 +379,8 @@ class GraphPlanner:
             role="tool", content=result.output, tool_call_id=f"${step.id}", name=step.tool
         )
         return Step(
-            run_id=ctx.run_id,
-            index=len(ctx.steps),
+            run_id=ctx.transcript.run_id,
+            index=len(ctx.transcript.steps),
             kind="tool",
             name=step.tool,
             input=result.call.arguments,
@@ -387,14 +392,14 @@ class GraphPlanner:
         )
 
     def _record_history(self, ctx: RunContext, g: GraphState) -> None:
-        """Put the run into `ctx.messages` as calls, results and the answer, so a later
+        """Put the run into `ctx.transcript.messages` as calls, results and the answer, so a later
         run can continue the conversation (`history=`)."""
         calls = [g.calls[i] for i in sorted(g.calls)]
         if calls:
-            ctx.messages.append(Message(role="assistant", tool_calls=calls))
+            ctx.transcript.messages.append(Message(role="assistant", tool_calls=calls))
             for call in calls:
                 sid = int(call.id[1:])
-                ctx.messages.append(
+                ctx.transcript.messages.append(
                     Message(
                         role="tool",
                         content=g.outputs.get(sid, ""),
@@ -402,16 +407,16 @@ class GraphPlanner:
                         name=call.name,
                     )
                 )
-        ctx.messages.append(Message(role="assistant", content=ctx.answer or ""))
+        ctx.transcript.messages.append(Message(role="assistant", content=ctx.answer or ""))
 
     def restore(self, ctx: RunContext) -> GraphState:
         """A graph run's progress rebuilt from its completed steps (empty for a new run)."""
         g = GraphState()
-        for s in ctx.steps:
+        for s in ctx.transcript.steps:
             if s.kind == "model" and s.message is not None and s.message.name in ("plan", "join"):
                 try:
                     parsed = parse_plan(
-                        s.message.content, ctx.catalog, first_id=g.next_id, done=g.outputs
+                        s.message.content, ctx.runner.catalog, first_id=g.next_id, done=g.outputs
                     )
                 except InvalidPlan:
                     continue
@@ -494,7 +499,9 @@ def _readable(output: str) -> str:
 
 def _earlier_turns(ctx: RunContext) -> list[Message]:
     """Earlier turns of a multi-turn conversation, as plain chat messages."""
-    earlier = [m for m in ctx.messages[: ctx.task_index] if m.role != "system"]
+    earlier = [
+        m for m in ctx.transcript.messages[: ctx.transcript.task_index] if m.role != "system"
+    ]
     if not earlier:
         return []
     chat = to_plain_chat(earlier, [])[1:]
@@ -508,7 +515,7 @@ async def _sent_back(
     replan; calls to make again are made (a refused guess: the user is asked)."""
     if isinstance(verdict, Retry):
         g.note, g.last_reply, g.sent_back = verdict.note, reply, verdict.tools
-        ctx.count_repair(f"an answer sent back: {verdict.problem}")
+        ctx.meter.count_repair(f"an answer sent back: {verdict.problem}")
         return
     async for step in act_on(ctx, verdict):
         yield step

@@ -61,7 +61,7 @@ class ReactPlanner:
     def restore(self, ctx: RunContext) -> list[ToolCall]:
         """The calls the last model turn asked for that have no completed step (a run
         interrupted while calling)."""
-        steps = ctx.steps
+        steps = ctx.transcript.steps
         last = next((s for s in reversed(steps) if s.kind == "model"), None)
         if last is None or last.message is None:
             return []
@@ -74,34 +74,43 @@ class ReactPlanner:
         while True:
             if pending:
                 made: list[Step] = []
-                async for step in ctx.calls(pending):
+                async for step in ctx.runner.calls(pending):
                     made.append(step)
                     yield step
                 pending = []
                 repeats = sum(s.error == "repeated" for s in made)
                 if repeats:
-                    ctx.count_mistakes(repeats)
+                    ctx.meter.count_mistakes(repeats)
                 if self.stop_after_calls and not any(s.error in _MISTAKES for s in made):
                     return
                 turn.answer_only = self.answer_from_results and _has_all_it_will_get(made)
-            ctx.check_budget()
+            ctx.meter.check()
             if turn.answer_only:
-                ctx.messages.append(
-                    Message(role="user", content=ANSWER_NOW.format(task=ctx.task), origin="loop")
+                ctx.transcript.messages.append(
+                    Message(
+                        role="user",
+                        content=ANSWER_NOW.format(task=ctx.transcript.task),
+                        origin="loop",
+                    )
                 )
-            specs = [] if turn.answer_only else ctx.specs
-            response = await ctx.model_turn(ctx.messages, specs=specs)
+            specs = [] if turn.answer_only else ctx.runner.specs
+            response = await ctx.model_turn(ctx.transcript.messages, specs=specs)
             if self.more_calls and specs and ctx.can_continue:
-                messages = list(ctx.messages)
+                messages = list(ctx.transcript.messages)
                 await self.more_calls.extend(
                     response,
-                    ctx.evidence().user_said,
+                    ctx.transcript.evidence().user_said,
                     functools.partial(ctx.continue_turn, messages),
-                    ctx.budget.max_calls_per_turn,
-                    [c for m in ctx.messages if m.role == "assistant" for c in m.tool_calls],
+                    ctx.meter.budget.max_calls_per_turn,
+                    [
+                        c
+                        for m in ctx.transcript.messages
+                        if m.role == "assistant"
+                        for c in m.tool_calls
+                    ],
                 )
             reply = response.as_message()
-            ctx.messages.append(reply)
+            ctx.transcript.messages.append(reply)
             yield ctx.model_step(response, reply)
             if response.error:
                 if response.raw and response.raw == turn.last_malformed:
@@ -130,13 +139,13 @@ class ReactPlanner:
             case Stop(message=message):
                 raise RunFailure(message)
             case Retry(note=None, problem=problem):
-                ctx.count_repair(f"an answer sent back: {problem}")
+                ctx.meter.count_repair(f"an answer sent back: {problem}")
                 turn.answer_only = not verdict.tools
             case Retry(note=str(note)):
                 ctx.repair(note)
                 turn.answer_only = not verdict.tools
             case CallAgain(calls=calls):
-                ctx.messages.append(Message(role="assistant", tool_calls=calls))
+                ctx.transcript.messages.append(Message(role="assistant", tool_calls=calls))
                 return calls
         return []
 

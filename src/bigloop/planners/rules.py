@@ -105,15 +105,17 @@ class Answered:
         request's: the code planner's context calls)."""
         return cls(
             text=text,
-            task=ctx.task,
-            evidence=ctx.evidence(),
-            specs=ctx.specs,
+            task=ctx.transcript.task,
+            evidence=ctx.transcript.evidence(),
+            specs=ctx.runner.specs,
             results=[
-                str(s.output) for s in ctx.steps[since:] if s.kind == "tool" and s.error is None
+                str(s.output)
+                for s in ctx.transcript.steps[since:]
+                if s.kind == "tool" and s.error is None
             ],
-            calls=[*calls_in(ctx.messages), *_step_calls(ctx.steps)],
-            steps=ctx.steps,
-            schemas={name: tool.schema for name, tool in ctx.tools.items()},
+            calls=[*calls_in(ctx.transcript.messages), *_step_calls(ctx.transcript.steps)],
+            steps=ctx.transcript.steps,
+            schemas={name: tool.schema for name, tool in ctx.runner.tools.items()},
         )
 
     @classmethod
@@ -405,6 +407,6 @@ async def act_on(ctx: RunContext, verdict: CallAgain | Stop) -> AsyncIterator[St
     makes the calls (a refused guess made again: the clarifying check asks the user)."""
     if isinstance(verdict, Stop):
         raise RunFailure(verdict.message)
-    ctx.messages.append(Message(role="assistant", tool_calls=verdict.calls))
-    async for step in ctx.calls(verdict.calls):
+    ctx.transcript.messages.append(Message(role="assistant", tool_calls=verdict.calls))
+    async for step in ctx.runner.calls(verdict.calls):
         yield step

@@ -102,7 +102,7 @@ class SearchPlanner:
 
     async def steps(self, ctx: RunContext) -> AsyncIterator[Step]:
         ids = itertools.count()
-        root = Node(id=next(ids), parent=None, messages=list(ctx.messages))
+        root = Node(id=next(ids), parent=None, messages=list(ctx.transcript.messages))
         frontier: list[tuple[float, int, Node]] = [(0.0, root.id, root)]
         answers: list[tuple[float, float, int, Node, str]] = []
         expanded = 0
@@ -113,9 +113,9 @@ class SearchPlanner:
             expanded += 1
             seen: set[str] = set()
             for k in range(self.width):
-                ctx.check_budget()
+                ctx.meter.check()
                 response = await ctx.model_turn(
-                    node.messages, self._settings(ctx.settings, k), ctx.specs
+                    node.messages, self._settings(ctx.settings, k), ctx.runner.specs
                 )
                 reply = response.as_message()
                 yield ctx.model_step(response, reply, role=f"expand:{node.id}")
@@ -138,7 +138,7 @@ class SearchPlanner:
                         heapq.heappush(answers, (cost, 1 - score, child.id, child, response.text))
                     continue
                 results: list[Message] = []
-                async for step in ctx.calls(response.tool_calls):
+                async for step in ctx.runner.calls(response.tool_calls):
                     if step.message is not None:
                         results.append(step.message)
                     output = str(step.output)
@@ -158,7 +158,7 @@ class SearchPlanner:
                 f"(max_nodes={self.max_nodes})."
             )
         *_, best, answer = answers[0]
-        ctx.messages[:] = best.messages
+        ctx.transcript.messages[:] = best.messages
         ctx.finish(answer)
 
     def _score(self, ctx: RunContext, path: Node, text: str) -> float:
@@ -166,15 +166,15 @@ class SearchPlanner:
         when an answer rule would send it back, judged on `path` alone."""
         answer = Answered(
             text=text,
-            task=ctx.task,
-            evidence=ctx.evidence(),
-            specs=ctx.specs,
+            task=ctx.transcript.task,
+            evidence=ctx.transcript.evidence(),
+            specs=ctx.runner.specs,
             results=[r.text for r in path.results if r.ok],
             calls=calls_in(path.messages),
         )
         if self.rules.fresh().judge(answer) is not None:
             return 0.0
-        return self.verifier(ctx.task, text, path.results)
+        return self.verifier(ctx.transcript.task, text, path.results)
 
     def _settings(self, base: ModelSettings, k: int) -> ModelSettings:
         if k == 0:

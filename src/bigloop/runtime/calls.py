@@ -1,5 +1,5 @@
-"""The making of one run's calls, behind the run context (`RunContext.call` checks a call,
-then hands it here).
+"""The making of one run's calls, behind the call runner (`CallRunner.call` checks a
+call, then hands it here).
 
 - Identical calls are made once: a repeat of a call that succeeded gets its result, a
   repeat of one that failed gets that failure, a call identical to one still running

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from bigloop import report
-from bigloop.cli.config_options import config_options
-from bigloop.cli.options import JsonOpt
+from bigloop.cli_parts.config_options import config_options
+from bigloop.cli_parts.options import JsonOpt
 
 if TYPE_CHECKING:
     from bigloop_eval.bfcl_results import CaseResult

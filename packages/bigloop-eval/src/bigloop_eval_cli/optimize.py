@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from bigloop import report
-from bigloop.cli.options import JsonOpt
+from bigloop.cli_parts.options import JsonOpt
 
 if TYPE_CHECKING:
     from rich.console import Console
