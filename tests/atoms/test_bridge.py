@@ -122,8 +122,8 @@ def test_a_huge_request_line_ends_the_bridge() -> None:
     assert run(code, host) == "closed\n" and host.made == []
 
 
-def test_the_prompt_shows_each_tool_as_a_python_function() -> None:
+def test_the_prompt_shows_each_tool_as_a_call_not_a_definition_to_complete() -> None:
     stubs = program_stubs(Bridge(tools=[ADD], call=Host().call))
-    assert stubs.startswith('def math_add(a, b):\n    """Add two numbers.')
-    assert "a (number)" in stubs
-    compile(stubs, "<stubs>", "exec")
+    assert stubs.startswith("math_add(a, b)\n    Add two numbers.")
+    assert "a (number)" in stubs and "def " not in stubs
+    compile(stubs.splitlines()[0], "<call>", "eval")  # the first line is a call as written

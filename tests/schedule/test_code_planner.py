@@ -155,3 +155,21 @@ def test_a_resumed_program_gets_its_recorded_results_and_calls_nothing_twice(
     assert resumed.status == "ok" and NOTED == ["one", "two"]  # none made again
     printed = [s.output for s in resumed.steps if s.name == PROGRAM]
     assert printed[-1] == "noted one\nnoted two"  # the recorded results, as the program saw
+
+
+def test_a_program_that_defines_a_tool_s_function_is_sent_back_unrun() -> None:
+    shadowing = "def add(a, b):\n    return a - b\n\nprint(add(a=2, b=3))"
+    script = ScriptedModel(
+        [
+            program(shadowing),
+            program("def twice(x):\n    return 2 * x\nprint(twice(add(a=2, b=3)))"),
+            answer("10"),
+        ]
+    )
+    result = Loop(script, [add], planner=CodePlanner()).run_sync("Twice 2 + 3?")
+    assert result.status == "ok" and result.answer == "10"
+    ran = [s.input["code"] for s in result.steps if s.name == PROGRAM]
+    assert len(ran) == 1 and "twice" in ran[0]  # the shadowing program never ran
+    notes = [m.content for m in result.messages if m.origin == "loop" and m.role == "user"]
+    assert notes[0].startswith("add is already defined in the program: call it")
+    assert [s.input for s in calls(result)] == [{"a": 2, "b": 3}]  # a helper of its own is fine

@@ -27,6 +27,7 @@ gets a ToolError saying so.
 
 from __future__ import annotations
 
+import ast
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -58,13 +59,16 @@ from bigloop.runtime.context import RunContext
 from bigloop.trace.records import Question, Step, StepError
 
 SYSTEM = """You answer the user's request. You can run Python 3: reply with one \
-```python code block of a few plain lines (no new functions) that calls the functions \
-below and prints the value the request asks for; you will see what it printed. Compute \
-with Python (arithmetic, datetime for dates), never in your head; use the request's own \
-values. When the printed output answers the request, reply with the answer alone, in \
-words, without code.
+```python code block of a few plain lines that calls the functions below and prints the \
+value the request asks for; you will see what it printed. The functions are already \
+defined in the program: call them, never define them again. When a function below does \
+what the request asks, call it with the request's values; compute with Python \
+(arithmetic, datetime for dates) only what no function does, never in your head. When \
+the printed output answers the request, reply with the answer alone, in words, without \
+code.
 
-Functions (call them with keyword arguments; a refused call raises ToolError):
+Functions (already defined; call them with keyword arguments; a refused call raises \
+ToolError):
 
 {functions}
 {context}
@@ -78,12 +82,22 @@ What the functions without arguments return now:
 today's date) are called once before the first turn, and what they return is shown: a
 program that knows the tables and files it works on does not guess them."""
 
-EXAMPLE = """Example. Request: "A $120 jacket is 25% off. What do I pay?" Reply:
+EXAMPLE = """Example, with a function get_temperature(city) defined. Request: "How \
+warm is it in Oslo, in Fahrenheit?" Reply:
 ```python
-print(120 * (1 - 0.25))
+celsius = get_temperature(city="Oslo")
+print(celsius * 9 / 5 + 32)
 ```
-Then, after "Your program printed: 90.0", the reply: $90."""
-"""One short demonstration of the turn's two forms (the tools of a request may differ)."""
+Then, after "Your program printed: 41.0", the reply: 41 °F."""
+"""One short demonstration of the turn's two forms: a program that calls a function and
+computes on its result, then the answer (a request's functions differ)."""
+
+REDEFINED = (
+    "{names} already defined in the program: call {them}, do not define {them} again. "
+    "Reply with the ```python program that calls {them}."
+)
+"""A program that defines a function named like one of the tools is sent back unrun: it
+would shadow the tool, and its calls would never reach the loop."""
 
 OBSERVED = """Your program printed:
 {output}
@@ -187,8 +201,8 @@ class CodePlanner:
                 async for step in _sent_back(ctx, verdict):
                     yield step
                 continue
-            if (problem := _syntax_error(text)) is not None:
-                ctx.repair(FAILED.format(error=problem))
+            if (note := _unrunnable(text, bridge)) is not None:
+                ctx.repair(note)
                 continue
             async for step in self._run(ctx, text, bridge, made, limits):
                 yield step
@@ -290,6 +304,37 @@ def _bare_expression(text: str) -> bool:
     """Whether `text` is arithmetic left unevaluated (`rules.is_calculation`: not a date
     or a plain number) that Python reads as written."""
     return is_calculation(text) and _syntax_error(f"print({text})") is None
+
+
+def _unrunnable(program: str, bridge: Bridge) -> str | None:
+    """Why `program` is sent back without running — a syntax error, or a function of its
+    own named like a tool — as the note to the model; None: it runs."""
+    if (problem := _syntax_error(program)) is not None:
+        return FAILED.format(error=problem)
+    if shadowed := _redefined(program, bridge):
+        return _shadowing_note(shadowed)
+    return None
+
+
+def _redefined(program: str, bridge: Bridge) -> list[str]:
+    """The tools' function names that `program` defines itself (a `def` or a class)."""
+    names = {python_name(t.name) for t in bridge.tools}
+    return sorted(
+        {
+            node.name
+            for node in ast.walk(ast.parse(program))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            and node.name in names
+        }
+    )
+
+
+def _shadowing_note(names: list[str]) -> str:
+    listed = ", ".join(names)
+    many = len(names) > 1
+    return REDEFINED.format(
+        names=f"{listed} are" if many else f"{listed} is", them="them" if many else "it"
+    )
 
 
 def _syntax_error(program: str) -> str | None:

@@ -132,19 +132,20 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def program_stubs(bridge: Bridge) -> str:
-    """The tools as the program sees them, for the model's prompt: one Python signature
-    and docstring each."""
+    """The tools as the program sees them, for the model's prompt: a call signature each,
+    its description and parameters indented under it. Not `def` lines: a coder model
+    shown `def f(a):` and a docstring writes the body (measured on BFCL in code mode,
+    `bench/results/bfcl_code/`), where it should call the function."""
     out = []
     for tool in bridge.tools:
         props = tool.parameters.get("properties", {})
         required = set(tool.parameters.get("required", []))
         params = ", ".join(p if p in required else f"{p}=None" for p in props)
-        lines = [f"def {python_name(tool.name)}({params}):", f'    """{tool.description.strip()}']
+        lines = [f"{python_name(tool.name)}({params})", f"    {tool.description.strip()}"]
         for name, schema in props.items():
             if isinstance(schema, dict):
                 kind = schema.get("type", "")
                 lines.append(f"    {name} ({kind}): {schema.get('description', '')}".rstrip())
-        lines.append('    """')
         out.append("\n".join(lines))
     return "\n\n".join(out)
 
