@@ -255,7 +255,12 @@ class Policies:
             "graph": lambda: GraphPlanner(items=items, rules=answer),
             "search": lambda: SearchPlanner(rules=answer),
             "auto": lambda: (
-                AutoPlanner(items=items, one=react, many=GraphPlanner(items=items, rules=answer))
+                AutoPlanner(
+                    items=items,
+                    one=react,
+                    many=GraphPlanner(items=items, rules=answer),
+                    code=lambda: CodePlanner(rules=answer),
+                )
                 if items
                 else react
             ),

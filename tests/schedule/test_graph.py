@@ -283,3 +283,25 @@ def test_a_joined_answer_left_unevaluated_goes_back_and_may_replan() -> None:
     result = Loop(model, tools, planner="graph").run_sync("Oslo plus Rome coffee?")
     assert result.status == "ok" and result.answer == "7.0"
     assert [s.name for s in result.tool_steps][-1] == "calculate"
+
+
+def test_auto_hands_tasks_to_the_code_planner_only_where_it_scored_higher_on_dev() -> None:
+    from bigloop.planners.auto import CODE_OR_NOT, AutoPlanner, DevScore, code_chosen
+    from bigloop.planners.react import ReactPlanner
+
+    assert not code_chosen()  # the recorded figures: code 8/57, react/graph 26/57
+    assert all(Path(s.source).name.endswith(".dev.md") for s in CODE_OR_NOT)
+    coder = ReactPlanner()
+    coder.name = "code"
+    built: list[str] = []
+
+    def build() -> ReactPlanner:
+        built.append("code")
+        return coder
+
+    measured = AutoPlanner(code=build)
+    assert measured.choose("What is 2 + 2?").name == "react" and built == []
+    flipped = (DevScore("react/graph", 8, 57, "a"), DevScore("code", 26, 57, "b"))
+    assert AutoPlanner(code=build, scores=flipped).choose("What is 2 + 2?") is coder
+    tie = (DevScore("react/graph", 8, 57, "a"), DevScore("code", 8, 57, "b"))
+    assert not code_chosen(tie)
