@@ -72,13 +72,14 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "peers"
 AGENTS = Path(__file__).parent / "peers_agents.py"
 BENCH_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
-FRAMEWORKS = ("langgraph", "pydantic-ai", "smolagents", "bigloop")
+FRAMEWORKS = ("langgraph", "pydantic-ai", "smolagents", "smolagents-code", "bigloop")
 DEFAULT_FRAMEWORKS = "langgraph,pydantic-ai,smolagents"
 SERVERS = ("llama_cpp", "bigloop")
 LABELS = {
     "langgraph": "LangGraph `create_react_agent`",
     "pydantic-ai": "pydantic-ai `Agent`",
     "smolagents": "smolagents `ToolCallingAgent`",
+    "smolagents-code": "smolagents `CodeAgent`",
     "bigloop": "bigloop `Loop`",
     "llama_cpp": "`llama_cpp.server`",
     "bigloop-server": "`bigloop serve openai`",
@@ -117,6 +118,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--out", type=Path, default=None, help="Results folder (bench/results/peers)."
+    )
+    parser.add_argument(
+        "--planner",
+        choices=["auto", "react", "graph", "search", "code"],
+        default="auto",
+        help="bigloop's planner in the in-process row (default: auto, as `bigloop run`).",
     )
     parser.add_argument("--max-turns", type=int, default=8, help="Model turns per task (8).")
     parser.add_argument("--max-tokens", type=int, default=512, help="Tokens per turn (512).")
@@ -510,7 +517,7 @@ def _limits(args: argparse.Namespace) -> dict[str, Any]:
 
 def loop_config(args: argparse.Namespace) -> LoopConfig:
     """bigloop's loop as `bigloop run` builds it, with the peers' turn and time limits."""
-    return LoopConfig(max_steps=args.max_turns, max_seconds=args.task_timeout)
+    return LoopConfig(max_steps=args.max_turns, max_seconds=args.task_timeout, planner=args.planner)
 
 
 def model_label(args: argparse.Namespace) -> str:
@@ -585,7 +592,8 @@ def markdown(args: argparse.Namespace, tasks: list[Task], out: Path, command: st
         "",
         f"{len(tasks)} tasks; {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores. Every "
         f"row: at most {args.max_turns} model turns and {args.max_tokens} tokens per turn, "
-        f"{args.task_timeout:g} s per task, temperature 0.",
+        f"{args.task_timeout:g} s per task, temperature 0. bigloop in-process: planner "
+        f"{args.planner}.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),

@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-FRAMEWORKS = ("langgraph", "pydantic-ai", "smolagents")
+FRAMEWORKS = ("langgraph", "pydantic-ai", "smolagents", "smolagents-code")
 
 
 @dataclass(kw_only=True)
@@ -222,8 +222,10 @@ def pydantic_ai(task: dict[str, Any], setup: Setup) -> Answer:
     return Answer(text=asyncio.run(run()))
 
 
-def smolagents(task: dict[str, Any], setup: Setup) -> Answer:
-    from smolagents import LogLevel, OpenAIServerModel, Tool, ToolCallingAgent
+def smolagents(task: dict[str, Any], setup: Setup, *, code: bool = False) -> Answer:
+    """smolagents' `ToolCallingAgent`, or with `code` its `CodeAgent` (the model writes
+    Python that calls the tools, run by smolagents' local interpreter)."""
+    from smolagents import CodeAgent, LogLevel, OpenAIServerModel, Tool, ToolCallingAgent
 
     class Remote(Tool):
         skip_forward_signature_validation = True
@@ -252,7 +254,8 @@ def smolagents(task: dict[str, Any], setup: Setup) -> Answer:
         temperature=0,
         max_tokens=setup.max_tokens,
     )
-    agent = ToolCallingAgent(
+    kind = CodeAgent if code else ToolCallingAgent
+    agent = kind(
         tools=[Remote(spec) for spec in task["tools"]],
         model=server,
         max_steps=setup.max_turns,
@@ -263,6 +266,10 @@ def smolagents(task: dict[str, Any], setup: Setup) -> Answer:
     if result.state == "max_steps_error":  # smolagents then asks the model for an answer
         return Answer(text=text, error="max_steps_error: answer forced after the step limit")
     return Answer(text=text)
+
+
+def smolagents_code(task: dict[str, Any], setup: Setup) -> Answer:
+    return smolagents(task, setup, code=True)
 
 
 def smolagents_inputs(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -290,6 +297,7 @@ RUNNERS: dict[str, Callable[[dict[str, Any], Setup], Answer]] = {
     "langgraph": langgraph,
     "pydantic-ai": pydantic_ai,
     "smolagents": smolagents,
+    "smolagents-code": smolagents_code,
 }
 
 
