@@ -1,5 +1,6 @@
-"""Command-line options shared by the modules of the `bigloop` command line (`cli`,
-`cli_serve`): one definition each, so the same flag reads the same everywhere."""
+"""Command-line options shared by the modules of the `bigloop` command line
+(`bigloop.cli`, `bigloop.cli.serve`, `bigloop.cli.tools`) and the commands other packages
+add: one definition each, so the same flag reads the same everywhere."""
 
 from __future__ import annotations
 

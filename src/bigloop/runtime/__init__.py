@@ -1,2 +1,3 @@
-"""The runtime of one run: the run context planners act through (`context`), and the
-making of calls (`call`)."""
+"""The runtime of one run: the run context planners act through (`context`) and its parts
+— the transcript (`transcript`), the meter (`meter`), the call runner (`runner`) — and
+the making of calls (`calls`, `call`)."""

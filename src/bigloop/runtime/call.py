@@ -1,5 +1,5 @@
 """Calling atoms: make one call and turn every failure into an observation the model can
-act on (the run context, `bigloop.runtime.context`, checks calls and runs them
+act on (the call runner, `bigloop.runtime.runner`, checks calls and runs them
 concurrently)."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ call, then hands it here).
   (`TraceStore.add_intent`); after an interruption, a call whose intent has no completed
   step is reported to the model instead of being made again.
 - Each result of a call that ran is cut to size and handed to the `on_result` hooks (the
-  run context counts the tool's cost there).
+  call runner adds the tool's cost to the run's meter there).
 """
 
 from __future__ import annotations

@@ -47,7 +47,6 @@ class CallRunner:
         tools: every tool of the loop, by name.
         catalog: every tool's spec by name (`specs` is drawn from it).
         specs: the tools offered to the model (planners may narrow or extend the list).
-        answers: the user's answers not yet used (given to `resume`).
         not_made: calls the last model turn asked for beyond `max_calls_per_turn`.
         executor: the run's calls as they are made (dedupe, intents: `runtime.calls`).
     """
@@ -73,7 +72,6 @@ class CallRunner:
         self.checks = checks
         self.ask_user = ask_user
         self.on_result = on_result
-        self.answers: list[str] = []
         self.not_made = 0
         self.executor = Calls(
             run_id=transcript.run_id, tools=tools, store=store, on_result=[self._ran]
@@ -277,8 +275,6 @@ class CallRunner:
             InputRequired: there is no way to ask now (the run stops with the question;
                 `Loop.resume(run_id, answer=...)` continues it).
         """
-        if self.answers:
-            return self.answers.pop(0)
         if self.ask_user is None:
             raise InputRequired(question)
         answer = self.ask_user(question)
