@@ -33,8 +33,8 @@ class DevScore:
 
 
 CODE_OR_NOT: tuple[DevScore, ...] = (
-    DevScore("react/graph", 26, 57, "bench/results/code_planner/dev-auto-same-revision.dev.md"),
-    DevScore("code", 8, 57, "bench/results/code_planner/dev-code.dev.md"),
+    DevScore("react/graph", 26, 57, "bench/results/code_planner/dev-auto-calls-revision.dev.md"),
+    DevScore("code", 11, 57, "bench/results/code_planner/dev-code-calls.dev.md"),
 )
 """Same revision, one after the other (`bench/suite.py --split dev [--planner code]`): the
 figures `auto` decides on. Re-measure and update them when either planner changes."""
