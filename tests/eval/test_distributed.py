@@ -4,6 +4,7 @@ single-process run of the same cases on the same model."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -22,10 +23,15 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
+    """A Ray head on this machine, without token authentication: Ray turns that on when it
+    finds a token in ~/.ray (a `ray.init()` of a local cluster leaves one), and a client
+    joining by address then is refused unless it sets RAY_AUTH_MODE=token."""
     ray_cli = shutil.which("ray", path=str(Path(sys.executable).parent))
     if ray_cli is None:
         pytest.fail("Ray is not installed in this environment; `make setup` installs it.")
     port = free_port()
+    mode = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # the head (started from here) and this client
     subprocess.run(
         [
             ray_cli,
@@ -48,6 +54,10 @@ def cluster() -> Iterator[str]:
 
         ray.shutdown()
         subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120)
+        if mode is None:
+            del os.environ["RAY_AUTH_MODE"]
+        else:
+            os.environ["RAY_AUTH_MODE"] = mode
 
 
 def test_ray_results_match_single_process(cluster: str, tmp_path: Path) -> None:

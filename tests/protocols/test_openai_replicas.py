@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,10 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
     from bigloop.protocols.guard import allowed_hosts_for
     from bigloop.protocols.openai_replicas import ReplicaSpec, start_replicas, stop_replicas
 
+    # no token authentication: a local cluster would otherwise leave a token in ~/.ray,
+    # and Ray then turns token authentication on for every cluster started later
+    mode = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     db = tmp_path_factory.mktemp("replicas") / "traces.db"
     TraceStore(db).close()  # the layout, before two processes race to create it
     port = loopback.free_port()
@@ -88,6 +93,10 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
     finally:
         stop_replicas()
         ray.shutdown()
+        if mode is None:
+            del os.environ["RAY_AUTH_MODE"]
+        else:
+            os.environ["RAY_AUTH_MODE"] = mode
 
 
 async def _ask_at_once(url: str, texts: list[str]) -> list[httpx.Response]:

@@ -57,7 +57,11 @@ def _join(address: str) -> Any:
     try:
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     except (ConnectionError, RuntimeError) as e:
-        raise UserError(f"Cannot join the Ray cluster at {address}: {e}") from None
+        raise UserError(
+            f"Cannot join the Ray cluster at {address}: {e}. A cluster with token "
+            "authentication (Ray's default when ~/.ray/auth_token exists) needs "
+            "RAY_AUTH_MODE=token here as well."
+        ) from None
     return ray
 
 
