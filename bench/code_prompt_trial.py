@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._report import revision, write_report  # noqa: E402
 from bigloop_eval.bfcl import load_any, run_category, summarize  # noqa: E402
 
 from bigloop.atoms.builtin.bridge import Bridge, python_name  # noqa: E402
@@ -110,12 +110,9 @@ def main() -> int:
                 print(
                     f"{variant} {category}: {rows[category][variant]['accuracy']}", file=sys.stderr
                 )
-    revision = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
     variants = args.variants.split(",")
     lines = [
-        f"# Code planner prompt trial on BFCL, {args.split} split ({revision})",
+        f"# Code planner prompt trial on BFCL, {args.split} split ({revision()})",
         "",
         f"`.venv/bin/python bench/code_prompt_trial.py {' '.join(sys.argv[1:])}`: code mode, "
         f"cases {SPLITS[args.split].start}..{SPLITS[args.split].stop - 1} of each category, "
@@ -128,9 +125,7 @@ def main() -> int:
         accs = [f"{by[v]['accuracy']:.0%}" for v in variants]
         errors = by[variants[-1]].get("errors", {})
         lines.append(f"| {category} | " + " | ".join(accs) + f" | {errors} |")
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"prompt_trial_{args.split}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(OUT / f"prompt_trial_{args.split}.md", lines)
     return 0
 
 

@@ -35,6 +35,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._report import revision, write_report  # noqa: E402
 from bigloop_eval.suite.catalog import split  # noqa: E402
 from tests.loopback import free_port  # noqa: E402
 
@@ -156,11 +157,8 @@ def main() -> int:
             rows[name] = measure(n, args, Path(tmp) / f"serve{n}.db")
             print(f"  {rows[name]}", file=sys.stderr)
     base = rows["one process (no Ray)"]["req_per_s"]
-    revision = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
     lines = [
-        f"# `bigloop serve openai`: one process against Ray Serve replicas ({revision})",
+        f"# `bigloop serve openai`: one process against Ray Serve replicas ({revision()})",
         "",
         f"`{' '.join(['.venv/bin/python', 'bench/serve_replicas.py', *sys.argv[1:]])}`: "
         f"{args.requests} requests (the suite's dev tasks with the default tools), "
@@ -178,9 +176,7 @@ def main() -> int:
             f"{r['req_per_s'] / base:.2f}x | {r['tokens_per_s']:.1f} | {r['p50_s']:.1f} | "
             f"{r['p90_s']:.1f} | {r['failed']} | {recorded} |"
         )
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(OUT, lines)
     return 0
 
 

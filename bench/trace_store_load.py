@@ -16,7 +16,6 @@ SQLite: a file in a temporary folder (WAL). Writes bench/results/trace_store/loa
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench._report import revision, write_report  # noqa: E402
 
 from bigloop.trace.records import Step  # noqa: E402
 from bigloop.trace.store import TraceStore  # noqa: E402
@@ -117,11 +118,8 @@ def main() -> int:
             rows[name] = measure(target, args.writers, args.runs, args.steps)
             print(f"  {rows[name]}", file=sys.stderr)
     base = rows["SQLite (WAL file)"]["steps_per_s"]
-    revision = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
     lines = [
-        f"# Trace store under load ({revision})",
+        f"# Trace store under load ({revision()})",
         "",
         f"`{' '.join(['.venv/bin/python', 'bench/trace_store_load.py', *sys.argv[1:]])}`: "
         f"{args.writers} processes x {args.runs} runs x {args.steps} steps at once, "
@@ -137,9 +135,7 @@ def main() -> int:
             f"{r['steps_per_s'] / base:.2f}x | {r['lost']:.0f} | {r['repeated']:.0f} | "
             f"{r['unexpected']:.0f} | {r['unfinished']:.0f} |"
         )
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(OUT, lines)
     return 0
 
 

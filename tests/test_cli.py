@@ -223,6 +223,28 @@ def test_the_benchmark_commands_say_how_to_install_their_package(
     assert "pip install bigloop-eval" in done.stderr and "Traceback" not in done.stderr
 
 
+BROKEN_BENCHMARKS = """
+import importlib.metadata as md, sys
+broken = md.EntryPoint(name="benchmarks", value="no_such_module:register", group="bigloop.commands")
+md.entry_points = lambda group=None, **kw: [broken] if group == "bigloop.commands" else []
+from bigloop.cli import main
+sys.argv = ["bigloop", "eval", "bfcl", "-c", "simple_python"]
+main()
+"""
+
+
+def test_a_benchmark_package_that_fails_to_load_says_what_failed(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", BROKEN_BENCHMARKS],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BIGLOOP_HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "installed but could not be loaded" in done.stderr
+    assert "no_such_module" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_a_damaged_trace_db_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
     from bigloop import TraceStore
 

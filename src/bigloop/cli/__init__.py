@@ -18,10 +18,12 @@ from bigloop.cli.tools import tools_app
 from bigloop.cli_parts.config_options import config_options
 from bigloop.cli_parts.options import (
     BENCHMARKS_MISSING,
+    ConfigFileOpt,
     JsonOpt,
     PortOpt,
     TokenOpt,
     TraceDbOpt,
+    missing_message,
     plugins,
 )
 
@@ -95,7 +97,7 @@ def _add_plugins() -> None:
 def _not_installed() -> None:
     from bigloop._errors import UserError
 
-    raise UserError(BENCHMARKS_MISSING)
+    raise UserError(missing_message())
 
 
 def main() -> None:
@@ -152,14 +154,7 @@ RUN_FIELDS = (
 @config_options(*RUN_FIELDS)
 def run(
     task: Annotated[str, typer.Argument(help="What to do, in plain words.")],
-    config_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            help="A JSON file of loop settings (LoopConfig fields); options given on the "
-            "command line override its values.",
-        ),
-    ] = None,
+    config_file: ConfigFileOpt = None,
     *,
     given: dict[str, Any],
     save_config: Annotated[

@@ -11,6 +11,7 @@ import typer
 
 from bigloop.cli_parts.config_options import config_options
 from bigloop.cli_parts.options import (
+    ConfigFileOpt,
     HostOpt,
     PortOpt,
     TokenOpt,
@@ -21,11 +22,6 @@ if TYPE_CHECKING:
     from bigloop.loop import Loop
 
 serve_app = typer.Typer(help="Serve bigloop models to other programs.", no_args_is_help=True)
-
-ConfigFileOpt = Annotated[
-    Path | None,
-    typer.Option("--config", help="A JSON file of loop settings (LoopConfig fields)."),
-]
 
 
 def _served_loop(config_file: Path | None, given: dict[str, Any], trace_db: Path | None) -> Loop:
@@ -108,25 +104,18 @@ def serve_openai_command(
     )
 
     require_token(host, token)
+    # replicas run in other folders: a .gguf model and a trace file made absolute
+    paths = LoopConfig(model=model, base_url=base_url, trace_db=trace_db).with_absolute_paths()
     spec = ReplicaSpec(
-        model=model,
+        model=paths.model,
         base_url=base_url,
         off=tuple(off),
         allowed_hosts=tuple(allowed_hosts_for(host)),
         token=token,
-        trace_db=_absolute(trace_db),
+        trace_db=paths.trace_db,
         threads=threads_per_replica(replicas),
     )
     serve_openai_on_ray(spec, address=ray, host=host, port=port, replicas=replicas)
-
-
-def _absolute(trace_db: str | None) -> str | None:
-    """A trace file's path made absolute (replicas run in other folders); a URL kept."""
-    from bigloop.trace.postgres import is_url
-
-    if trace_db is None or is_url(trace_db):
-        return trace_db
-    return str(Path(trace_db).expanduser().resolve())
 
 
 @serve_app.command("a2a")

@@ -25,18 +25,31 @@ BENCHMARKS_MISSING = (
 )
 
 
+BROKEN: dict[str, str] = {}
+"""Entry points that are installed but failed to load, by "group:name": why."""
+
+
 def plugins(group: str) -> dict[str, Any]:
     """The entry points of `group` that installed packages offer, loaded, by name; one
-    that fails to load is left out (what it offered then reads as not installed)."""
+    that fails to load is left out, and why is kept in `BROKEN` for `missing_message`."""
     from importlib.metadata import entry_points
 
     loaded = {}
     for point in entry_points(group=group):
         try:
             loaded[point.name] = point.load()
-        except ImportError:
-            continue
+        except ImportError as e:
+            BROKEN[f"{group}:{point.name}"] = f"{point.value}: {e}"
     return loaded
+
+
+def missing_message() -> str:
+    """What to do when a benchmark command is absent: install the package, or, where it
+    is installed but failed to load, what failed."""
+    if not BROKEN:
+        return BENCHMARKS_MISSING
+    failed = "; ".join(BROKEN.values())
+    return f"bigloop-eval is installed but could not be loaded ({failed}). {BENCHMARKS_MISSING}"
 
 
 def need_plugin(group: str, name: str) -> Any:
@@ -49,10 +62,18 @@ def need_plugin(group: str, name: str) -> Any:
 
     found = plugins(group).get(name)
     if found is None:
-        raise UserError(BENCHMARKS_MISSING)
+        raise UserError(missing_message())
     return found
 
 
+ConfigFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="A JSON file of loop settings (LoopConfig fields); options given on the "
+        "command line override its values.",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TokenOpt = Annotated[
     str | None,

@@ -48,7 +48,6 @@ from bigloop.atoms.models.base import (
     Message,
     ModelResponse,
     Role,
-    ToolCall,
     ToolSpec,
 )
 from bigloop.atoms.models.local import call_schema
@@ -234,11 +233,9 @@ def record_completion(
     config = {"served": "openai", "replica": replica, "tools": [t.name for t in turn.tools]}
     store.start_run(run_id, task, model_name, config)
     sent = completion["choices"][0]["message"]
-    calls = [
-        ToolCall(
-            id=c["id"], name=c["function"]["name"], arguments=json.loads(c["function"]["arguments"])
-        )
-        for c in sent.get("tool_calls") or []
+    calls = [  # the ids the client got, the calls as the model made them
+        replace(call, id=c["id"])
+        for c, call in zip(sent.get("tool_calls") or [], response.tool_calls, strict=False)
     ]
     message = Message(role="assistant", content=sent["content"] or "", tool_calls=calls)
     step = Step(

@@ -13,6 +13,7 @@ import inspect
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from bigloop._errors import InputRequired
@@ -40,6 +41,7 @@ ResultHook = Callable[["CallRunner", CallResult], None]
 """Called after each completed tool call (e.g. to offer the tools `find_tools` found)."""
 
 
+@dataclass(kw_only=True)
 class CallRunner:
     """Makes one run's tool calls and asks its user (see the module).
 
@@ -51,30 +53,21 @@ class CallRunner:
         executor: the run's calls as they are made (dedupe, intents: `runtime.calls`).
     """
 
-    def __init__(
-        self,
-        *,
-        transcript: Transcript,
-        meter: Meter,
-        tools: Mapping[str, Tool],
-        catalog: Mapping[str, ToolSpec],
-        specs: list[ToolSpec],
-        checks: Sequence[CallCheck] = (),
-        ask_user: AskFn | None = None,
-        store: TraceStore | None = None,
-        on_result: Sequence[ResultHook] = (),
-    ) -> None:
-        self.transcript = transcript
-        self.meter = meter
-        self.tools = tools
-        self.catalog = catalog
-        self.specs = specs
-        self.checks = checks
-        self.ask_user = ask_user
-        self.on_result = on_result
-        self.not_made = 0
+    transcript: Transcript
+    meter: Meter
+    tools: Mapping[str, Tool]
+    catalog: Mapping[str, ToolSpec]
+    specs: list[ToolSpec]
+    checks: Sequence[CallCheck] = ()
+    ask_user: AskFn | None = None
+    store: InitVar[TraceStore | None] = None
+    on_result: Sequence[ResultHook] = ()
+    not_made: int = 0
+    executor: Calls = field(init=False)
+
+    def __post_init__(self, store: TraceStore | None) -> None:
         self.executor = Calls(
-            run_id=transcript.run_id, tools=tools, store=store, on_result=[self._ran]
+            run_id=self.transcript.run_id, tools=self.tools, store=store, on_result=[self._ran]
         )
 
     @property
