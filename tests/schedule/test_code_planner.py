@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bigloop import Loop, ScriptedModel, TraceStore, tool
-from bigloop.planners.code import PROGRAM, CodePlanner
+from bigloop import FunctionModel, Loop, ScriptedModel, TraceStore, tool
+from bigloop.atoms.models.base import Message, ModelSettings, ToolSpec
+from bigloop.planners.code import PROGRAM, RESAMPLE, CodePlanner
 from bigloop.trace.records import RunResult, Step
 
 DELETED: list[str] = []
@@ -173,3 +174,40 @@ def test_a_program_that_defines_a_tool_s_function_is_sent_back_unrun() -> None:
     notes = [m.content for m in result.messages if m.origin == "loop" and m.role == "user"]
     assert notes[0].startswith("add is already defined in the program: call it")
     assert [s.input for s in calls(result)] == [{"a": 2, "b": 3}]  # a helper of its own is fine
+
+
+def test_a_program_using_a_name_it_never_defines_is_sent_back_unrun() -> None:
+    invented = "orders = orders_in_date('2024-03-01')\nprint(len(orders), ACME)"
+    fine = (
+        "import math\nfrom datetime import date as d\n"
+        "total = sum(x for x in [add(a=1, b=2)])\n"
+        "try:\n    print(math.floor(total), d(2024, 1, 1).year)\n"
+        "except ToolError as e:\n    print(e)"
+    )
+    script = ScriptedModel([program(invented), program(fine), answer("3 2024")])
+    result = Loop(script, [add], planner=CodePlanner()).run_sync("1 + 2, and the year?")
+    assert result.status == "ok" and result.answer == "3 2024"
+    ran = [s.input["code"] for s in result.steps if s.name == PROGRAM]
+    assert len(ran) == 1 and "math" in ran[0]  # the program with invented names never ran
+    notes = [m.content for m in result.messages if m.origin == "loop" and m.role == "user"]
+    assert notes[0].startswith("orders_in_date, ACME are not defined in the program")
+    assert "(add)" in notes[0]
+
+
+def test_a_failed_program_resent_unchanged_is_not_run_again_and_the_next_turn_samples() -> None:
+    failing = program("print(add(a=1, b=2) / 0)")
+    replies = iter([failing, failing, program("print(add(a=1, b=2))"), answer("3.0")])
+    seen: list[ModelSettings] = []
+
+    def model(messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> str:
+        seen.append(settings)
+        return next(replies)
+
+    result = Loop(FunctionModel(model), [add], planner=CodePlanner()).run_sync("1 + 2?")
+    assert result.status == "ok" and result.answer == "3.0"
+    ran = [s for s in result.steps if s.name == PROGRAM]
+    assert len(ran) == 2 and ran[0].error == "tool_error"  # the failing one ran once
+    notes = [m.content for m in result.messages if m.origin == "loop" and m.role == "user"]
+    assert any(n.startswith("That is the program that already stopped with") for n in notes)
+    assert [s.temperature for s in seen] == [0.0, 0.0, RESAMPLE, 0.0]
+    assert seen[2].seed is not None

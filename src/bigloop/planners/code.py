@@ -28,9 +28,10 @@ gets a ToolError saying so.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,7 +44,7 @@ from bigloop.atoms.builtin.python_sandbox import (
     run_sandboxed,
     sandbox_problem,
 )
-from bigloop.atoms.models.base import Message, ToolCall
+from bigloop.atoms.models.base import Message, ModelSettings, ToolCall
 from bigloop.planners.rules import (
     Answered,
     AnswerRules,
@@ -98,6 +99,24 @@ REDEFINED = (
 )
 """A program that defines a function named like one of the tools is sent back unrun: it
 would shadow the tool, and its calls would never reach the loop."""
+
+UNDEFINED = (
+    "{names} {verb} not defined in the program: it has only the functions listed above "
+    "({functions}) and Python's own. Reply with a ```python program that uses them."
+)
+"""A program that uses a name it never defines, imports or gets from the tools (an
+invented function, a table read as a variable) is sent back unrun: it would stop with a
+NameError."""
+
+REPEATED = """That is the program that already stopped with: {error}
+Write a different program, or answer if you can."""
+"""A program resent unchanged after it stopped with an error is not run again: the model
+is told so, and its next turn is sampled (`RESAMPLE`) — decoded greedily, the same
+conversation tends to give the same program again."""
+
+RESAMPLE = 0.7
+"""The temperature of the turn after a failed program was resent unchanged (seeded by
+the turn, so a run is repeatable)."""
 
 OBSERVED = """Your program printed:
 {output}
@@ -181,18 +200,20 @@ class CodePlanner:
         system = SYSTEM.format(functions=functions, context=context, example=EXAMPLE)
         rules = self.rules.fresh()
         first = len(ctx.transcript.steps)  # the context calls are no results of this run's programs
+        turn_settings = settings
         while True:
             ctx.meter.check()
-            response = await ctx.model_turn(_with_system(system, ctx.transcript.messages), settings)
+            messages = _with_system(system, ctx.transcript.messages)
+            response = await ctx.model_turn(messages, turn_settings)
+            turn_settings = settings
             reply = response.as_message()
             ctx.transcript.messages.append(reply)
             yield ctx.model_step(response, reply)
             kind, text = _read(response.text)
-            if kind == "program" and (again := _ran_before(ctx, text)) is not None:
-                if not again:  # it printed nothing
-                    ctx.repair(PRINT_IT)
+            if kind == "program":
+                kind, text, turn_settings = _again(ctx, text, settings)
+                if kind == "sent_back":
                     continue
-                kind, text = "answer", again  # the same program: its output is the answer
             if kind == "answer":
                 verdict = rules.judge(Answered.of_run(ctx, text, since=first))
                 if verdict is None:
@@ -280,6 +301,21 @@ def _caller(
     return call
 
 
+def program_reply(calls: Sequence[ToolCall], computed: str | None = None) -> str:
+    """`calls` as a reply this planner runs: one fenced program that prints each call's
+    result, in order; with `computed` (an expression of `r1`, `r2`, ... — the calls'
+    results), one that keeps the results under those names and prints the expression.
+    A verified run's program, for training (`optimize.finetune`)."""
+    lines = []
+    for i, call in enumerate(calls, 1):
+        arguments = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+        made = f"{python_name(call.name)}({arguments})"
+        lines.append(f"r{i} = {made}" if computed is not None else f"print({made})")
+    if computed is not None:
+        lines.append(f"print({computed})")
+    return "```python\n" + "\n".join(lines) + "\n```"
+
+
 def _with_system(system: str, messages: list[Message]) -> list[Message]:
     """The conversation under the planner's system prompt, the loop's own (the user's
     system text, demonstrations) after it."""
@@ -307,13 +343,47 @@ def _bare_expression(text: str) -> bool:
 
 
 def _unrunnable(program: str, bridge: Bridge) -> str | None:
-    """Why `program` is sent back without running — a syntax error, or a function of its
-    own named like a tool — as the note to the model; None: it runs."""
+    """Why `program` is sent back without running — a syntax error, a function of its
+    own named like a tool, a name it never defines — as the note to the model; None: it
+    runs."""
     if (problem := _syntax_error(program)) is not None:
         return FAILED.format(error=problem)
     if shadowed := _redefined(program, bridge):
         return _shadowing_note(shadowed)
+    if missing := _undefined(program, bridge):
+        functions = ", ".join(python_name(t.name) for t in bridge.tools) or "none"
+        verb = "are" if len(missing) > 1 else "is"
+        return UNDEFINED.format(names=", ".join(missing), verb=verb, functions=functions)
     return None
+
+
+_GIVEN = {*dir(builtins), "ToolError", "__name__", "__file__"}
+"""Names a program may use without defining them (Python's builtins, the bridge's
+`ToolError`)."""
+
+
+def _undefined(program: str, bridge: Bridge) -> list[str]:
+    """The names `program` reads but never binds anywhere (assignment, def, class, import,
+    loop or comprehension variable, parameter, `except ... as`, `with ... as`) and that
+    are neither a tool's function nor a builtin; in order of first use. Where a name is
+    bound does not matter here (no flow analysis): only names bound nowhere are found."""
+    tree = ast.parse(program)
+    bound = {python_name(t.name) for t in bridge.tools} | _GIVEN
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            bound.update(node.names)
+    used = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    return [name for name in dict.fromkeys(used) if name not in bound]
 
 
 def _redefined(program: str, bridge: Bridge) -> list[str]:
@@ -356,6 +426,38 @@ async def _sent_back(ctx: RunContext, verdict: Verdict) -> AsyncIterator[Step]:
     template = NOTES.get(verdict.problem)
     text = template.format(value=verdict.value) if template else verdict.note
     ctx.repair(text or f"Your answer went back: {verdict.problem}.")
+
+
+def _again(ctx: RunContext, code: str, settings: ModelSettings) -> tuple[str, str, ModelSettings]:
+    """A program the run has seen before: ("answer", what it printed) when it ran to its
+    end and printed something; ("sent_back", "") with a note when it printed nothing, or
+    when it stopped with an error (the next turn then sampled, `REPEATED`); a new
+    program stays ("program", its code). With the next turn's settings."""
+    if (failed := _failed_before(ctx, code)) is not None:
+        ctx.repair(REPEATED.format(error=failed))
+        return "sent_back", "", _resampled(settings, ctx)
+    if (printed := _ran_before(ctx, code)) is None:
+        return "program", code, settings
+    if not printed:
+        ctx.repair(PRINT_IT)
+        return "sent_back", "", settings
+    return "answer", printed, settings  # the same program: its output is the answer
+
+
+def _failed_before(ctx: RunContext, code: str) -> str | None:
+    """How the same program stopped when it last ran in this run (None: it has not run,
+    or it ran to its end)."""
+    for step in reversed(ctx.transcript.steps):
+        if step.kind == "tool" and step.name == PROGRAM and isinstance(step.input, dict):
+            if step.input.get("code", "").strip() == code.strip():
+                return None if step.error is None else str(step.output)[-300:]
+    return None
+
+
+def _resampled(settings: ModelSettings, ctx: RunContext) -> ModelSettings:
+    """`settings` sampled at `RESAMPLE`, seeded by the turn (a rerun samples the same)."""
+    seed = (settings.seed or 0) + ctx.meter.model_turns
+    return replace(settings, temperature=RESAMPLE, seed=seed)
 
 
 def _ran_before(ctx: RunContext, code: str) -> str | None:

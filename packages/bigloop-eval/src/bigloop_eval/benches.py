@@ -102,7 +102,9 @@ class BfclBench(_Models):
 
     fixed = ("planner", "clarify")
     """Config fields BFCL's loop mode sets itself (a ReAct turn that stops once its calls
-    are made, no clarifying questions): the workflow search leaves them alone."""
+    are made, no clarifying questions): the workflow search leaves them alone. A config
+    whose planner is "code" runs BFCL's code mode instead (one program, its calls
+    scored)."""
 
     def __init__(
         self,
@@ -188,7 +190,9 @@ class BfclBench(_Models):
     async def evaluate(self, config: LoopConfig, example: Example) -> Outcome:
         case = self._cases[example.id]
         start = time.perf_counter()
-        run = await loop_run(case, self.model_for(config), case.tools, 2, config, self.store)
+        model = self.model_for(config)
+        code = config.planner == "code"  # BFCL's code mode; any other planner: loop mode
+        run = await loop_run(case, model, case.tools, 2, config, self.store, code=code)
         seconds = time.perf_counter() - start
         calls = [] if run.status == "failed" else made_calls(run)
         verdict = score(case, calls)

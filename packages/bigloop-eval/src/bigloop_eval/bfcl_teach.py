@@ -19,6 +19,7 @@ from bigloop._errors import UserError
 from bigloop.atoms.models.base import ModelResponse, ToolCall
 from bigloop.config import LoopConfig
 from bigloop.optimize.finetune.turns import Recorder, Turn
+from bigloop.planners.code import program_reply
 from bigloop_eval.bfcl_data import SINGLE_TURN, Case, load_cases
 from bigloop_eval.bfcl_score import score
 from bigloop_eval.bfcl_single import loop_run, made_calls
@@ -36,8 +37,9 @@ FIRST_TRAINABLE = 100
 NEVER_TRAINED = tuple(c for c in SINGLE_TURN if c not in TRAINABLE)
 
 
-def target(case: Case) -> ModelResponse:
-    """The reply the case's ground truth asks for."""
+def target(case: Case, *, code: bool = False) -> ModelResponse:
+    """The reply the case's ground truth asks for (`code`: as the code planner's program
+    making the calls, `planners.code.program_reply`)."""
     if "irrelevance" in case.category or not case.answer:
         names = ", ".join(f["name"] for f in case.functions)
         return ModelResponse(text=f"None of the available tools ({names}) can do this.")
@@ -47,7 +49,7 @@ def target(case: Case) -> ModelResponse:
         for i, entry in enumerate(case.answer, 1)
         for name, options in entry.items()
     ]
-    return ModelResponse(tool_calls=calls)
+    return ModelResponse(text=program_reply(calls)) if code else ModelResponse(tool_calls=calls)
 
 
 def _arguments(options: dict[str, list[Any]], request: str) -> dict[str, Any]:
@@ -84,16 +86,18 @@ def _nested(first: Any, request: str) -> Any:
 
 
 async def teach(case: Case, config: LoopConfig) -> list[Turn]:
-    """The case's first turn, recorded through the loop; empty when it is not trainable
-    or the checker does not pass what the loop made of the target.
+    """The case's first turn, recorded through the loop (under `planner="code"`, BFCL's
+    code mode: the program making the calls); empty when it is not trainable or the
+    checker does not pass what the loop made of the target.
 
     Raises:
         UserError: the case is a test case or of a category never trained on.
     """
     if case.category not in TRAINABLE or _position(case.category)[case.id] < FIRST_TRAINABLE:
         raise UserError(f"{case.id} may not be trained on (test case or held-out category).")
-    recorder = Recorder([target(case)], source=case.id, family=case.category)
-    run = await loop_run(case, recorder, case.tools, 0, config)
+    code = config.planner == "code"
+    recorder = Recorder([target(case, code=code)], source=case.id, family=case.category)
+    run = await loop_run(case, recorder, case.tools, 0, config, code=code)
     calls = [] if run.status == "failed" else made_calls(run)
     if not recorder.turns or not score(case, calls).valid:
         return []

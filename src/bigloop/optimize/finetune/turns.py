@@ -2,15 +2,18 @@
 
 A `Turn` holds the plain chat the loop sent (`to_plain_chat` of the run's messages and
 offered tools, so training and serving see the same text) and the target reply in the
-JSON form the loop asks for. `Recorder` is the model that captures them: run the real
-`Loop` with it, and it answers each turn with the verified target while keeping the
-prompt it was given.
+JSON form the loop asks for; or, for a turn asked in free text (the code planner's), the
+messages as written and the reply as text (a fenced program, or the answer).
+`Recorder` is the model that captures them: run the real `Loop` with it, and it answers
+each turn with the verified target while keeping the prompt it was given.
+`as_programs` turns a solution's calls into the code planner's targets.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ from bigloop.atoms.models.base import (
     Message,
     ModelResponse,
     ModelSettings,
+    ToolCall,
     ToolSpec,
     Usage,
 )
@@ -38,20 +42,24 @@ class Turn:
         reply: what it should have written, e.g. `{"tool_calls": [...]}`.
         source: where the example comes from (a bench example id).
         family: the kind of task (a BFCL category, a suite family), for reports.
+        free_text: the turn was asked in free text (`ModelSettings.free_text`): `chat`
+            is the messages as written and `reply` a fenced program or an answer.
     """
 
     chat: list[dict[str, str]]
     reply: str
     source: str
     family: str
+    free_text: bool = False
 
     @property
     def declines(self) -> bool:
         """The target answers without having called a tool (an answer to a request no
         tool fits, or one the model answers itself)."""
-        return self.reply.startswith('{"answer"') and all(
-            m["role"] != "assistant" for m in self.chat
-        )
+        first = all(m["role"] != "assistant" for m in self.chat)
+        if self.free_text:
+            return first and PROGRAM_FENCE not in self.reply
+        return first and self.reply.startswith('{"answer"')
 
     @property
     def request(self) -> str:
@@ -92,14 +100,81 @@ def turn_from(
     *,
     source: str,
     family: str,
+    free_text: bool = False,
 ) -> Turn:
-    """The turn the loop prompted with `messages` and `tools`, answered by `reply`."""
+    """The turn the loop prompted with `messages` and `tools`, answered by `reply`; with
+    `free_text`, the messages as written and the reply's text (as a model reads and
+    writes a free-text turn)."""
+    if free_text:
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        return Turn(chat=chat, reply=reply.text, source=source, family=family, free_text=True)
     return Turn(
         chat=to_plain_chat(messages, tools),
         reply=render_call_reply(reply.as_message()),
         source=source,
         family=family,
     )
+
+
+PROGRAM_FENCE = "```"
+"""What opens a program in a free-text reply (`planners.code`)."""
+
+
+def as_programs(
+    calls: list[tuple[ToolCall, str]],
+    request: str,
+    computed: Callable[[list[str]], str | None] | None = None,
+) -> list[ModelResponse]:
+    """A solution's calls (each with its result's text, in order) as the code planner's
+    targets: consecutive calls in one program (`planners.code.program_reply`), a new
+    program from the first call that uses a value only an earlier call of the program
+    returned (a value the request does not state: a model writing that program could not
+    know it yet; it reads it from the printed output). `computed`, given the last
+    program's results, may name what that program prints instead (an expression of `r1`,
+    `r2`, ...: the answer computed in the program, not in the model's head)."""
+    from bigloop.planners.code import program_reply
+
+    groups: list[list[tuple[ToolCall, str]]] = []
+    for call, output in calls:
+        if not groups or _uses_result(call, [out for _, out in groups[-1]], request.lower()):
+            groups.append([])
+        groups[-1].append((call, output))
+    last = computed([out for _, out in groups[-1]]) if computed and groups else None
+    return [
+        ModelResponse(
+            text=program_reply([c for c, _ in group], last if k == len(groups) - 1 else None)
+        )
+        for k, group in enumerate(groups)
+    ]
+
+
+_WORD = re.compile(r"[\w.@/:-]+")
+
+
+def _uses_result(call: ToolCall, outputs: list[str], request: str) -> bool:
+    """Whether a word of `call`'s argument values is a word of one of `outputs` and not of
+    `request` (lowercased; words as `_words` reads them)."""
+    given = _words(request)
+    returned = {w for out in outputs for w in _words(out)}
+    used = {w for leaf in _leaves(call.arguments) for w in _words(leaf)}
+    return bool((used & returned) - given)
+
+
+def _words(text: str) -> set[str]:
+    """The words of `text`, lowercased, trailing punctuation cut, and the numbers in
+    them ("9" of "9 * 24", "32.2" of "32.2,"): the values a call can carry."""
+    words = {w.strip(".:-").lower() for w in _WORD.findall(text)}
+    numbers = set(re.findall(r"-?\d+(?:\.\d+)?", text))
+    return (words | numbers) - {""}
+
+
+def _leaves(value: object) -> list[str]:
+    """The scalar values inside `value` (dict values and list items, nested), as text."""
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list | tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [str(value)]
 
 
 class Recorder:
@@ -151,7 +226,10 @@ class Recorder:
         if missing := next((c.name for c in target.tool_calls if c.name not in offered), None):
             self.unoffered = missing
             return ModelResponse(text="", usage=Usage())
-        turn = turn_from(messages, tools, target, source=self._source, family=self._family)
+        free = settings is not None and settings.as_written
+        turn = turn_from(
+            messages, tools, target, source=self._source, family=self._family, free_text=free
+        )
         self.turns.append(turn)
         if self._rival is not None and self._same is not None:
             try:
@@ -160,7 +238,7 @@ class Recorder:
             except Exception:  # noqa: BLE001 - a rival that fails teaches no pair; the run goes on
                 otherwise = False
             if otherwise:
-                rejected = render_call_reply(own.as_message())
+                rejected = own.text if turn.free_text else render_call_reply(own.as_message())
                 self.pairs.append(
                     Pair(
                         chat=turn.chat,
