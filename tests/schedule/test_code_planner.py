@@ -194,6 +194,25 @@ def test_a_program_using_a_name_it_never_defines_is_sent_back_unrun() -> None:
     assert "(add)" in notes[0]
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from math import *\nprint(floor(2.5))",  # anything may come from a star import
+        "def f(x):\n    return y\ny = 2\nprint(f(1))",  # bound later: no flow analysis
+        "with open('a') as fh:\n    print(fh)\nprint([v for v in range(2)], lambda z: z)",
+    ],
+)
+def test_names_bound_anywhere_in_the_program_are_not_reported(code: str) -> None:
+    from bigloop.atoms.builtin.bridge import Bridge
+    from bigloop.planners.code import _undefined
+
+    async def call(name: str, arguments: dict[str, object]) -> object:
+        raise AssertionError
+
+    bridge = Bridge(tools=[], call=call)  # type: ignore[arg-type]
+    assert _undefined(code, bridge) == []
+
+
 def test_a_failed_program_resent_unchanged_is_not_run_again_and_the_next_turn_samples() -> None:
     failing = program("print(add(a=1, b=2) / 0)")
     replies = iter([failing, failing, program("print(add(a=1, b=2))"), answer("3.0")])

@@ -366,8 +366,11 @@ def _undefined(program: str, bridge: Bridge) -> list[str]:
     """The names `program` reads but never binds anywhere (assignment, def, class, import,
     loop or comprehension variable, parameter, `except ... as`, `with ... as`) and that
     are neither a tool's function nor a builtin; in order of first use. Where a name is
-    bound does not matter here (no flow analysis): only names bound nowhere are found."""
+    bound does not matter here (no flow analysis): only names bound nowhere are found.
+    After `from m import *` any name may be bound: none is reported."""
     tree = ast.parse(program)
+    if any(isinstance(n, ast.alias) and n.name == "*" for n in ast.walk(tree)):
+        return []
     bound = {python_name(t.name) for t in bridge.tools} | _GIVEN
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
