@@ -50,6 +50,7 @@ from bigloop.atoms.models.base import Message, ModelResponse, ModelSettings, Too
 from bigloop.atoms.models.function import FunctionModel
 from bigloop.config import LoopConfig
 from bigloop.loop import Loop
+from bigloop.planners.code import program_reply
 
 RESULTS = Path(__file__).parent / "results" / "do_no_harm"
 CATEGORIES = ("multi_turn_base", "multi_turn_long_context")
@@ -81,6 +82,8 @@ class Replay:
         self.ids = 0
 
     def reply(self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> Any:
+        if settings.free_text:  # the code planner: one program per call, then the answer
+            return self.program()
         schema = settings.response_schema
         if schema is not None:  # a planner's structured turn: a plan, or the answer
             wants_plan = "steps" in json.dumps(schema) and self.next < len(self.calls)
@@ -98,6 +101,16 @@ class Replay:
                 made = ToolCall(id=f"r{self.ids}", name=call.name, arguments=dict(call.arguments))
                 return ModelResponse(tool_calls=[made])
             self.not_offered.append(call)
+        return ModelResponse(text="Done.")
+
+    def program(self) -> ModelResponse:
+        """The code planner's turn: the next call as a program (`program_reply`), then
+        the answer. The functions a program may call are the bridge's (the tools the
+        selectors kept), not the turn's `tools`: a call to a dropped one is refused
+        inside the program and counts as not made."""
+        if self.next < len(self.calls):
+            self.next += 1
+            return ModelResponse(text=program_reply([self.calls[self.next - 1]]))
         return ModelResponse(text="Done.")
 
 
@@ -211,6 +224,11 @@ async def main() -> None:
         "--off", action="append", default=[], help="a policy to switch off (repeatable)"
     )
     parser.add_argument(
+        "--planner",
+        default=LoopConfig().planner,
+        help="the loop's planner (default: LoopConfig's); code: each call as a program",
+    )
+    parser.add_argument(
         "--clarify",
         default=LoopConfig().clarify,
         help="off, missing or ungrounded (default: LoopConfig's)",
@@ -222,15 +240,15 @@ async def main() -> None:
         f"# Do-no-harm replay ({report['revision']})",
         "",
         f"`{report['command']}` — ground-truth calls replayed through "
-        f"`Loop.from_config(LoopConfig(clarify={args.clarify!r}, off={args.off}))` "
-        "(auto planner, every other policy on), history carried between turns.",
+        f"`Loop.from_config(LoopConfig(planner={args.planner!r}, clarify={args.clarify!r}, "
+        f"off={args.off}))` (every other policy on), history carried between turns.",
         "",
         "| category | system prompt | split | cases | calls | unchanged | "
         + " | ".join(HARMS)
         + " | BFCL checker valid |",
         "|---|---|---|---|---|---|" + "---|" * len(HARMS) + "---|",
     ]
-    policies = {"clarify": args.clarify, "off": args.off}
+    policies = {"clarify": args.clarify, "off": args.off, "planner": args.planner}
     report["policies"] = policies
     start = time.perf_counter()
     for category in CATEGORIES:

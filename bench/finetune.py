@@ -5,7 +5,8 @@ model as shipped) and the tuned config (`bigloop optimize --step finetune`'s out
 same loop, plus its LoRA adapter), alternating base and tuned case by case so both see
 the same machine. Test cases are the first N of each category (never trained on); the
 categories BFCL's finetune data never touches (live_multiple, live_irrelevance,
-live_parallel, ...) are marked "never trained".
+live_parallel, ...) are marked "never trained". A config whose planner is "code" runs
+BFCL's code mode (one program, its calls scored) for both arms.
 
     .venv/bin/python bench/finetune.py --config tuned.json -c simple_python -c irrelevance -n 25
 
@@ -49,6 +50,7 @@ def main() -> None:
     done = _done(rows_path)
     models = {"base": base.build_model(), "tuned": tuned.build_model()}
     configs = {"base": base, "tuned": tuned}
+    mode = "code" if tuned.planner == "code" else "loop"  # a code-planner config: code mode
     with Progress() as progress, rows_path.open("a") as rows:
         for category in args.category:
             cases = load_cases(category, args.limit)
@@ -56,9 +58,7 @@ def main() -> None:
             for case in cases:
                 for arm in ("base", "tuned"):
                     if (arm, case.id) not in done:
-                        result = asyncio.run(
-                            run_one(case, models[arm], "loop", config=configs[arm])
-                        )
+                        result = asyncio.run(run_one(case, models[arm], mode, config=configs[arm]))
                         done[(arm, case.id)] = asdict(result)
                         rows.write(json.dumps({"arm": arm, **asdict(result)}) + "\n")
                         rows.flush()

@@ -29,3 +29,20 @@ def test_right_calls_pass_the_default_loop_unchanged() -> None:
     summary = do_no_harm.summarize(rows)
     assert summary["calls"] > 100
     assert summary["unchanged_pct"] >= 99.0, summary
+
+
+def test_right_calls_pass_the_code_planner_unchanged(sandbox: None) -> None:
+    """The same replay under `planner="code"`: each right call as a program of its own
+    goes through the bridge and the loop's checks as written."""
+    from bigloop_eval.bfcl_multi import load_multi_cases
+
+    rows = []
+    for category in do_no_harm.CATEGORIES:
+        test_half = load_multi_cases(category, 6)[1::2]
+        policies = {"planner": "code", "clarify": "missing", "off": []}
+        rows += [
+            asyncio.run(do_no_harm.replay_case(c, do_no_harm.SYSTEM, policies)) for c in test_half
+        ]
+    summary = do_no_harm.summarize(rows)
+    assert summary["calls"] > 30
+    assert summary["unchanged_pct"] >= 99.0, summary
