@@ -131,3 +131,16 @@ def test_bfcl_targets_in_code_mode_pass_the_checker_through_the_code_planner(
         assert len(turns) == 1 and turns[0].free_text
         assert _read(turns[0].reply)[0] == "program"
         assert turns[0].chat[-1]["role"] == "user"
+
+
+def test_the_prefer_step_refuses_the_code_planner_with_what_to_use(tmp_path: Path) -> None:
+    from bigloop_eval.suite_teach import contrast_task
+
+    from bigloop import FunctionModel, UserError
+
+    task = next(t for t in split("dev") if t.id == "multi-003")
+    rival = FunctionModel(lambda messages, tools: "")
+    with pytest.raises(UserError, match="--step finetune"):
+        asyncio.run(
+            contrast_task(task, Workspace.create(tmp_path), LoopConfig(planner="code"), rival)
+        )

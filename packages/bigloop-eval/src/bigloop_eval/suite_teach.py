@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from bigloop._errors import UserError
 from bigloop.atoms.models.base import ChatModel, ModelResponse, ToolCall
 from bigloop.config import LoopConfig
 from bigloop.optimize.finetune.turns import (
@@ -159,7 +160,17 @@ async def contrast_task(
     task: Task, workspace: Workspace, config: LoopConfig, rival: ChatModel
 ) -> list[Pair]:
     """`task`'s preference pairs under `config`: the turns of its verified run at which
-    `rival` decides otherwise (empty when the run cannot be verified)."""
+    `rival` decides otherwise (empty when the run cannot be verified).
+
+    Raises:
+        UserError: `config`'s planner is "code" (the judge of equal decisions compares
+            calls, not programs).
+    """
+    if config.planner == "code":
+        raise UserError(
+            "The prefer step contrasts JSON calls; it cannot judge the code planner's "
+            "programs yet. Use --step finetune with a code-planner config."
+        )
     recorder = await _record(task, workspace, config, rival)
     return recorder.pairs if recorder is not None else []
 
