@@ -67,8 +67,8 @@ def test_a_program_calls_tools_and_its_output_leads_to_the_answer() -> None:
         ("tool", PROGRAM, {"code": "x = add(a=2, b=3)\nprint(add(a=x, b=10))\n"}, None),
     ]
     assert result.steps[-2].output == "15.0"  # the program's own step: what it printed
-    observed = [m.content for m in result.messages if m.origin == "loop" and m.role == "user"]
-    assert observed and "15.0" in observed[0]
+    observed = [m.content for m in result.messages if m.origin == "tool" and m.role == "user"]
+    assert observed and "15.0" in observed[0]  # what the program printed: the tools' words
 
 
 def test_a_refused_call_is_a_tool_error_in_the_program_and_a_step() -> None:

@@ -44,7 +44,7 @@ from bigloop.atoms.builtin.python_sandbox import (
     run_sandboxed,
     sandbox_problem,
 )
-from bigloop.atoms.models.base import Message, ModelSettings, ToolCall
+from bigloop.atoms.models.base import Message, ModelSettings, Origin, ToolCall
 from bigloop.planners.rules import (
     Answered,
     AnswerRules,
@@ -271,7 +271,11 @@ class CodePlanner:
         )
         step = ctx.runner.tool_step(program, printed, None, error=error)
         yield replace(step, message=None, started_at=started, seconds=time.time() - started)
-        ctx.transcript.messages.append(Message(role="user", content=observation, origin="loop"))
+        # What a program printed is what its tools returned, computed on: the tools' words
+        # (grounding evidence in later turns too, as a tool's reply is in ReAct); how a
+        # program stopped may quote a refusal, and stays the loop's.
+        said: Origin = "tool" if error is None else "loop"
+        ctx.transcript.messages.append(Message(role="user", content=observation, origin=said))
 
 
 def _caller(

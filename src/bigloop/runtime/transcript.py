@@ -76,7 +76,7 @@ class Transcript:
             answers=answers,
             guesses=guesses,
             refusals=refusals,
-            continues=any(m.role == "tool" and m.origin == "tool" for m in earlier),
+            continues=any(m.origin == "tool" for m in earlier),  # tool replies, program output
             request=self.task,
         )
 
